@@ -1,0 +1,1 @@
+"""Experiment binaries built on :mod:`maxk` (run as ``python -m experiments.NAME``)."""

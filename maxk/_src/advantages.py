@@ -1,0 +1,198 @@
+"""Unbiased policy-gradient estimators of max@k as reward transforms (on-policy).
+
+For n i.i.d. samples y_1..y_n ~ π with rewards r_i, the gradient of max@k is
+estimated by Σ_i a_i ∇log π(y_i), where the transformed rewards a_i are
+
+  S(i) = (1/C(n,k)) Σ_{|I|=k, I∋i} max_{j∈I} r_j        (PKPO Eq. 18-21; max@k Eq. 8-9)
+
+minus an optional baseline b_i that does not depend on y_i (so it keeps the
+estimator unbiased).  In ascending sorted order r_(1) <= ... <= r_(n), a subset
+containing rank j has its maximum at j (C(j-1,k-1) subsets) or at some m > j
+(C(m-2,k-2) subsets), so
+
+  S_(j) = [C(j-1,k-1) r_(j) + Σ_{m>j} C(m-2,k-2) r_(m)] / C(n,k),
+
+and every leave-one-out baseline is likewise a prefix sum plus a suffix sum over
+ranks.  Each transform is therefore
+
+  a_(j) = d_j r_(j) + Σ_{m>j} u_m r_(m) − Σ_{m<j} p_m r_(m)
+
+with static coefficient vectors (d, u, p) computed once in float64: one sort and
+two cumulative sums, O(n log n) per group.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from maxk._src import checks
+from maxk._src import combinatorics
+from maxk._src import sorting
+
+BASELINES = ("none", "loo", "loo_centered", "loo_minus_one", "mean_std")
+_STD_EPS = 1e-6
+
+
+def _loo_coefficients(n: int, k: int, kk: int, scale: float):
+  """Coefficients of ``scale * max_at_k(r without rank j, kk)`` over n-1 samples.
+
+  Removing rank j leaves ranks m < j in place and shifts ranks m > j down by one:
+    max_at_kk(r_{-j}) = [Σ_{m<j} C(m-1,kk-1) r_(m) + Σ_{m>j} C(m-2,kk-1) r_(m)] / C(n-1,kk).
+  Returns (prefix, suffix) coefficient vectors over ranks m = 1..n.
+  """
+  m = np.arange(1, n + 1)
+  prefix = combinatorics.binom_ratio(m - 1, kk - 1, n - 1, kk, scale=scale)
+  suffix = combinatorics.binom_ratio(m - 2, kk - 1, n - 1, kk, scale=scale)
+  return prefix, suffix
+
+
+@functools.lru_cache(maxsize=256)
+def transform_coefficients(n: int, k: int, baseline: str):
+  """(d, u, p) of a_(j) = d_j r_(j) + Σ_{m>j} u_m r_(m) − Σ_{m<j} p_m r_(m); float64 [n] each.
+
+  ``baseline`` is one of "none", "loo", "loo_centered", "loo_minus_one" (after the
+  n == k and k == 1 reductions documented in :func:`max_at_k_advantages`).
+  """
+  m = np.arange(1, n + 1)
+  diag = combinatorics.max_weights(n, k)                       # C(j-1,k-1)/C(n,k)
+  suffix = combinatorics.binom_ratio(m - 2, k - 2, n, k)       # C(m-2,k-2)/C(n,k)
+  prefix = np.zeros(n)
+  if baseline == "none":
+    pass
+  elif baseline in ("loo", "loo_centered"):
+    scale = k / (n - 1) if baseline == "loo" else k / n
+    loo_prefix, loo_suffix = _loo_coefficients(n, k, k, scale)
+    prefix = loo_prefix
+    suffix = suffix - loo_suffix
+  elif baseline == "loo_minus_one":
+    # S(i) − (k/n)·max_at_k(r_{-i}, k−1): the suffix parts cancel exactly
+    # ((k/n)/C(n-1,k-1) = 1/C(n,k)), leaving PKPO's s^(loo-1) (Eq. 33-34):
+    #   a_(j) = [C(j-1,k-1) r_(j) − Σ_{m<j} C(m-1,k-2) r_(m)] / C(n,k).
+    prefix = combinatorics.binom_ratio(m - 1, k - 2, n, k)
+    suffix = np.zeros(n)
+  else:
+    raise AssertionError(baseline)
+  return diag, suffix, prefix
+
+
+def _exclusive_prefix_sum(x: jax.Array) -> jax.Array:
+  """out[..., j] = Σ_{m<j} x[..., m]."""
+  incl = jnp.cumsum(x, axis=-1)
+  return jnp.concatenate([jnp.zeros_like(incl[..., :1]), incl[..., :-1]], axis=-1)
+
+
+def _exclusive_suffix_sum(x: jax.Array) -> jax.Array:
+  """out[..., j] = Σ_{m>j} x[..., m]."""
+  incl = jnp.flip(jnp.cumsum(jnp.flip(x, -1), axis=-1), -1)
+  return jnp.concatenate([incl[..., 1:], jnp.zeros_like(incl[..., :1])], axis=-1)
+
+
+def _scaled(coeffs: np.ndarray, r: jax.Array) -> jax.Array:
+  """coeffs * r, with 0 wherever the float64 coefficient is exactly 0 (so 0·inf = 0)."""
+  c = jnp.asarray(coeffs, dtype=r.dtype)
+  return jnp.where(jnp.asarray(coeffs != 0), c * r, 0)
+
+
+def apply_sorted_transform(r_sorted: jax.Array, coeffs) -> jax.Array:
+  """Evaluates a_(j) = d_j r_(j) + Σ_{m>j} u_m r_(m) − Σ_{m<j} p_m r_(m) on sorted rewards."""
+  diag, suffix, prefix = coeffs
+  out = _scaled(diag, r_sorted)
+  if np.any(suffix != 0):
+    out = out + _exclusive_suffix_sum(_scaled(suffix, r_sorted))
+  if np.any(prefix != 0):
+    out = out - _exclusive_prefix_sum(_scaled(prefix, r_sorted))
+  return out
+
+
+def _finite_or_zero(x: jax.Array) -> jax.Array:
+  return jnp.where(jnp.isfinite(x), x, 0)
+
+
+def zscore(x: jax.Array, *, eps: float) -> jax.Array:
+  """(x − mean) / (std + eps) over the last axis, population std.
+
+  The std's gradient is taken as 0 where the group is constant (instead of the
+  NaN that d sqrt(v)/dv = ∞ times 0 would give), so ``jax.grad`` stays finite.
+  """
+  centred = x - jnp.mean(x, axis=-1, keepdims=True)
+  var = jnp.mean(jnp.square(centred), axis=-1, keepdims=True)
+  positive = var > 0
+  std = jnp.where(positive, jnp.sqrt(jnp.where(positive, var, 1)), 0)
+  return centred / (std + eps)
+
+
+def max_at_k_advantages(rewards: ArrayLike, k: int, *,
+                        baseline: str = "loo_minus_one") -> jax.Array:
+  """Transformed rewards a_i whose Σ_i a_i ∇log π(y_i) estimates ∇ max@k.
+
+  With S(i) = (1/C(n,k)) Σ_{|I|=k, I∋i} max_{j∈I} r_j and M(r, k) = :func:`max_at_k`:
+
+  * ``"none"``: a_i = S(i).  PKPO's s_i (Eq. 18-21), the max@k paper's r̃_i (Eq. 8-9);
+    for {0, 1} rewards PKPO Eq. 8.
+  * ``"loo"``: a_i = S(i) − k/(n−1) · M(r_{−i}, k).  PKPO's s^(loo) (Eq. 29-30).
+  * ``"loo_centered"``: a_i = S(i) − k/n · M(r_{−i}, k); sums to 0 in every group and
+    equals RLOO / n at k = 1 (OrderGrad's leave-one-out advantage, arXiv 2606.06096).
+  * ``"loo_minus_one"`` (default): a_i = (1/C(n,k)) Σ_{I∋i} (max_I r − max_{I∖i} r)
+    = S(i) − k/n · M(r_{−i}, k−1).  PKPO's s^(loo−1) (Eq. 33-34).
+  * ``"mean_std"``: S z-scored within its group (population std, + 1e-6); the max@k
+    paper's "BoN mean".  Biased; kept for comparison.
+
+  Every option except ``"mean_std"`` is unbiased: the baselines do not depend on
+  y_i.  For n == k, ``"loo"`` and ``"loo_centered"`` have no leave-one-out estimate
+  and equal ``"none"`` (as PKPO Listing 1); for k == 1, ``"loo_minus_one"`` equals
+  ``"loo_centered"``.  ``"loo_centered"`` and ``"loo_minus_one"`` are invariant to
+  adding a constant to the rewards, and are computed on group-mean-centred rewards
+  for accuracy (a constant group gives exactly 0).
+
+  Cost: one sort and two cumulative sums with static float64 coefficients,
+  O(n log n) per group; accurate in float32 for any n and k <= n.
+
+  Args:
+    rewards: ``[..., n]`` float rewards, samples on the last axis (ties, negative
+      values and -inf allowed).
+    k: static int, ``1 <= k <= n``.
+    baseline: one of ``"none"``, ``"loo"``, ``"loo_centered"``, ``"loo_minus_one"``,
+      ``"mean_std"``.
+
+  Returns:
+    ``[..., n]`` transformed rewards in the caller's sample order.  A NaN in one
+    group only affects that group.
+
+  Raises:
+    ValueError: bad ``k`` or unknown ``baseline``.
+  """
+  rewards = checks.as_float_array(rewards, "rewards")
+  n = rewards.shape[-1]
+  k = checks.check_int(k, "k", low=1, high=n, high_name="n")
+  baseline = checks.check_option(baseline, "baseline", BASELINES)
+  return _max_at_k_advantages(rewards, k, baseline)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _max_at_k_advantages(rewards: jax.Array, k: int, baseline: str) -> jax.Array:
+  n = rewards.shape[-1]
+  r_sorted, perm = sorting.sort_last(rewards)
+
+  kind = baseline
+  if kind == "loo_minus_one" and k == 1:
+    kind = "loo_centered"
+  if kind in ("loo", "loo_centered") and n == k:
+    kind = "none"
+  if kind == "mean_std":
+    # z-scoring is shift invariant, and shifting r by c shifts every S(i) by c·k/n.
+    # Measuring r and S from their top entries makes a constant group's S exactly
+    # equal (a float32 mean of equal values need not equal them), so it maps to 0.
+    r_sorted = r_sorted - _finite_or_zero(r_sorted[..., -1:])
+    s = apply_sorted_transform(r_sorted, transform_coefficients(n, k, "none"))
+    s = s - s[..., -1:]
+    a_sorted = zscore(s, eps=_STD_EPS)
+  else:
+    if kind in ("loo_centered", "loo_minus_one"):
+      r_sorted = r_sorted - _finite_or_zero(jnp.mean(r_sorted, axis=-1, keepdims=True))
+    a_sorted = apply_sorted_transform(r_sorted, transform_coefficients(n, k, kind))
+  return sorting.unsort_last(a_sorted, perm)

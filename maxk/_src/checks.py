@@ -1,0 +1,69 @@
+"""Argument validation shared by the public functions.
+
+Static arguments (``k``, ``n``, option strings) are checked at call/trace time and
+raise ``ValueError`` naming the argument and its allowed range.  Array *values* can
+only be checked eagerly (outside ``jit``); see :func:`is_concrete`.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def check_int(value, name: str, *, low: int | None = None, high: int | None = None,
+              high_name: str | None = None) -> int:
+  """Returns ``value`` as a Python int, or raises ``ValueError`` naming ``name``.
+
+  Booleans and floats (even integral ones such as ``2.0``) are rejected: ``k`` and
+  ``n`` are static sizes, and silently truncating a float hides bugs.
+  """
+  if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+    raise ValueError(f"{name}={value!r} must be a Python int (got {type(value).__name__}).")
+  value = int(value)
+  if low is not None and high is not None:
+    if not low <= value <= high:
+      bound = f"{high_name}={high}" if high_name else str(high)
+      raise ValueError(f"{name}={value} must satisfy {low} <= {name} <= {bound}.")
+  elif low is not None and value < low:
+    raise ValueError(f"{name}={value} must satisfy {name} >= {low}.")
+  elif high is not None and value > high:
+    raise ValueError(f"{name}={value} must satisfy {name} <= {high}.")
+  return value
+
+
+def check_option(value, name: str, valid: Sequence[str]) -> str:
+  """Raises ``ValueError`` listing ``valid`` unless ``value`` is one of them."""
+  if not isinstance(value, str) or value not in valid:
+    raise ValueError(f"Unknown {name}={value!r}; valid options are {list(valid)}.")
+  return value
+
+
+def as_float_array(x, name: str, *, min_ndim: int = 1) -> jax.Array:
+  """Converts ``x`` to a floating JAX array (float32 unless already floating)."""
+  try:
+    arr = jnp.asarray(x)
+  except TypeError as e:
+    raise ValueError(f"{name} must be array-like: {e}") from e
+  if arr.ndim < min_ndim:
+    raise ValueError(
+        f"{name} must have at least {min_ndim} dimension(s) with the sample axis last;"
+        f" got shape {arr.shape}.")
+  if not jnp.issubdtype(arr.dtype, jnp.floating):
+    arr = arr.astype(jnp.float32)
+  return arr
+
+
+def check_same_shape(a: jax.Array, a_name: str, b: jax.Array, b_name: str) -> None:
+  if a.shape != b.shape:
+    raise ValueError(
+        f"{b_name} shape {b.shape} must equal {a_name} shape {a.shape}.")
+
+
+def is_concrete(x) -> bool:
+  """True when ``x`` holds concrete values (not a tracer), so values can be checked."""
+  return not isinstance(x, jax.core.Tracer)

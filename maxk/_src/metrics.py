@@ -1,0 +1,138 @@
+"""Unbiased estimators of pass@k and max@k from n >= k samples.
+
+pass@k of a policy is the probability that at least one of k i.i.d. samples is
+correct; max@k is the expected maximum reward of k i.i.d. samples.  Given n >= k
+samples, the unbiased estimators average the k-sample statistic over all C(n, k)
+subsets (a U-statistic):
+
+  pass@k ≈ 1 - C(n-c, k) / C(n, k)                       (Chen et al. 2021; PKPO Eq. 3)
+  max@k  ≈ (1/C(n,k)) Σ_{|I|=k} max_{i∈I} r_i
+         = Σ_j C(j-1, k-1)/C(n, k) · r_(j)               (PKPO Eq. 12-14; max@k App. C.1)
+
+where c is the number of correct samples and r_(1) <= ... <= r_(n) are the sorted
+rewards.  For {0, 1} rewards the two estimators coincide.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from maxk._src import checks
+from maxk._src import combinatorics
+from maxk._src import sorting
+
+
+@functools.lru_cache(maxsize=256)
+def _pass_at_k_table(n: int, k: int) -> np.ndarray:
+  """T[c] = 1 - C(n-c, k)/C(n, k) for c = 0..n, in float64 (exact up to rounding)."""
+  c = np.arange(n + 1)
+  log_ratio = combinatorics.log_binom(n - c, k) - combinatorics.log_binom(n, k)
+  return -np.expm1(log_ratio)
+
+
+def validate_correct(correct: ArrayLike, k: int):
+  """Validates ``[..., n]`` {0, 1} input and ``k``; returns (values, n, k).
+
+  ``values`` is ``correct`` as a floating array.  Values outside {0, 1} raise
+  ``ValueError`` when concrete (eager calls); under ``jit`` they cannot be seen.
+  """
+  correct = jnp.asarray(correct)
+  if correct.ndim < 1:
+    raise ValueError(f"correct must have the sample axis last; got shape {correct.shape}.")
+  n = correct.shape[-1]
+  k = checks.check_int(k, "k", low=1, high=n, high_name="n")
+  dtype = correct.dtype if jnp.issubdtype(correct.dtype, jnp.floating) else jnp.float32
+  values = correct.astype(dtype)
+  if checks.is_concrete(values):
+    v = np.asarray(values)
+    finite = np.isfinite(v)
+    if not np.all((v[finite] == 0) | (v[finite] == 1)):
+      raise ValueError("correct must hold only 0/1 (or bool) values.")
+  return values, n, k
+
+
+def count_correct(values: jax.Array):
+  """Returns (count, index): the float number of correct samples per group (NaN if
+  the group has a NaN) and the same as int32 clipped to [0, n] for table look-ups."""
+  n = values.shape[-1]
+  count = jnp.sum(values, axis=-1)
+  index = jnp.clip(jnp.round(jnp.nan_to_num(count)), 0, n).astype(jnp.int32)
+  return count, index
+
+def pass_at_k(correct: ArrayLike, k: int) -> jax.Array:
+  """Unbiased pass@k estimate from n samples per group (Chen et al. 2021; PKPO Eq. 3).
+
+  pass@k ≈ 1 - C(n - c, k) / C(n, k), with c the number of correct samples.  The
+  value is read from a static float64 table indexed by c, so it is correctly
+  rounded in float32 for every n and k (no C(n, k) is formed).
+
+  Args:
+    correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
+    k: static int, ``1 <= k <= n``.
+
+  Returns:
+    ``[...]`` float32 (or the input's floating dtype) estimates in [0, 1].  A group
+    with a non-finite entry returns NaN.  Values outside {0, 1} raise ``ValueError``
+    when called eagerly; under ``jit`` they cannot be checked and c is taken as the
+    rounded sum of the group.
+
+  Raises:
+    ValueError: if ``k`` is not an int in [1, n] or ``correct`` is not {0, 1}.
+  """
+  values, n, k = validate_correct(correct, k)
+  return _pass_at_k(values, k)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _pass_at_k(values: jax.Array, k: int) -> jax.Array:
+  n = values.shape[-1]
+  count, index = count_correct(values)
+  table = jnp.asarray(_pass_at_k_table(n, k), dtype=values.dtype)
+  return jnp.where(jnp.isfinite(count), table[index], jnp.nan)
+
+def weighted_sorted_sum(r_sorted: jax.Array, coeffs: np.ndarray) -> jax.Array:
+  """Σ_j coeffs_j r_sorted_j over the last axis, treating 0 · ±inf as 0.
+
+  Coefficients that are exactly 0 in float64 (ranks that can never be the max)
+  must not turn a -inf reward into NaN.
+  """
+  c = jnp.asarray(coeffs, dtype=r_sorted.dtype)
+  terms = jnp.where(jnp.asarray(coeffs != 0), c * r_sorted, 0)
+  return jnp.sum(terms, axis=-1)
+
+
+def max_at_k(rewards: ArrayLike, k: int) -> jax.Array:
+  """Unbiased max@k estimate: the mean over all k-subsets of the subset maximum.
+
+  max@k ≈ (1/C(n,k)) Σ_{|I|=k} max_{i∈I} r_i = Σ_j w_j r_(j), w_j = C(j-1,k-1)/C(n,k)
+  (PKPO Eq. 12-14; max@k paper App. C.1).  Cost O(n log n) per group (one sort);
+  the weights are static float64 tables, so the result is accurate in float32 for
+  any n (error ≲ n·ε·Σ_j w_j |r_(j)|).  For {0, 1} rewards this equals
+  :func:`pass_at_k`.
+
+  Args:
+    rewards: ``[..., n]`` float rewards; samples on the last axis.  Ties and
+      negative (or -inf) rewards are allowed.
+    k: static int, ``1 <= k <= n``.
+
+  Returns:
+    ``[...]`` estimates.  A NaN in a group makes that group's estimate NaN only.
+
+  Raises:
+    ValueError: if ``k`` is not an int in [1, n] or ``rewards`` is a scalar.
+  """
+  rewards = checks.as_float_array(rewards, "rewards")
+  n = rewards.shape[-1]
+  k = checks.check_int(k, "k", low=1, high=n, high_name="n")
+  return _max_at_k(rewards, k)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _max_at_k(rewards: jax.Array, k: int) -> jax.Array:
+  r_sorted, _ = sorting.sort_last(rewards)
+  return weighted_sorted_sum(r_sorted, combinatorics.max_weights(rewards.shape[-1], k))
