@@ -4,31 +4,75 @@ All estimators are computed on rewards sorted ascending along the last axis and
 then returned in the caller's order (DESIGN: outputs are never sorted).  Sorting
 is stable, so tied rewards keep their relative order; every formula in this
 package is invariant to how ties are broken because only reward *values* enter.
+NaN sorts last (its group's outputs become NaN; other groups are untouched).
+
+Performance note.  XLA's CPU sort is slow (≈100 ns per element, 10-80x slower
+than NumPy's), so for small groups we compute each element's rank by comparing
+all pairs, O(n²) work but fully vectorised, and scatter into place; both paths
+give the identical stable permutation.  The pairwise path is taken only on CPU
+and when the [..., n, n] comparison tensor is small (see ``_use_pairwise``).
 """
 
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
+# Pairwise ranking wins over XLA's CPU sort up to about this many comparisons
+# per call (measured on 2 cores: 8x faster at [4096, 16], 4x at [256, 64],
+# slower at [256, 256] where the comparison tensor leaves the caches).
+_PAIRWISE_MAX_N = 128
+_PAIRWISE_MAX_ELEMENTS = 1 << 22
+
+
+def _use_pairwise(shape) -> bool:
+  n = shape[-1]
+  return (jax.default_backend() == "cpu" and n <= _PAIRWISE_MAX_N
+          and math.prod(shape) * n <= _PAIRWISE_MAX_ELEMENTS)
+
+
+def _flatten(x: jax.Array) -> jax.Array:
+  return x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x
+
+
+def _scatter_last(values: jax.Array, index: jax.Array) -> jax.Array:
+  """out[..., index[..., j]] = values[..., j] (index a permutation per row)."""
+  shape = values.shape
+  v, i = _flatten(values), _flatten(index)
+  rows = jnp.arange(v.shape[0])[:, None]
+  return jnp.zeros_like(v).at[rows, i].set(v, unique_indices=True).reshape(shape)
+
+
+def _pairwise_rank(x: jax.Array) -> jax.Array:
+  """Stable ascending rank of each entry (NaN ranked as +inf, ties by index)."""
+  n = x.shape[-1]
+  key = jnp.where(jnp.isnan(x), jnp.inf, x)
+  other = key[..., None, :]  # j
+  this = key[..., :, None]   # i
+  earlier = jnp.tril(jnp.ones((n, n), bool), -1)  # [i, j]: j < i
+  before = (other < this) | ((other == this) & earlier)
+  return jnp.sum(before, axis=-1, dtype=jnp.int32)
+
 
 def sort_last(x: jax.Array, *others: jax.Array):
-  """Sorts ``x`` ascending along its last axis, carrying ``others`` along.
+  """Sorts ``x`` ascending (stable) along its last axis, carrying ``others`` along.
 
   Returns:
     ``(x_sorted, others_sorted..., perm)`` where ``perm[..., j]`` is the original
-    index of the j-th smallest entry (NaN sorts last, so it stays in its group).
+    index of the j-th smallest entry.
   """
   axis = x.ndim - 1
   iota = lax.broadcasted_iota(jnp.int32, x.shape, axis)
-  out = lax.sort((x, *others, iota), dimension=axis, num_keys=1, is_stable=True)
-  return out
+  if not _use_pairwise(x.shape):
+    return lax.sort((x, *others, iota), dimension=axis, num_keys=1, is_stable=True)
+  perm = _scatter_last(iota, _pairwise_rank(x))
+  gathered = tuple(jnp.take_along_axis(y, perm, axis=-1) for y in (x, *others))
+  return gathered + (perm,)
 
 
 def unsort_last(y_sorted: jax.Array, perm: jax.Array) -> jax.Array:
   """Inverse of :func:`sort_last`: ``out[..., perm[..., j]] = y_sorted[..., j]``."""
-  axis = perm.ndim - 1
-  iota = lax.broadcasted_iota(jnp.int32, perm.shape, axis)
-  _, inverse = lax.sort((perm, iota), dimension=axis, num_keys=1, is_stable=True)
-  return jnp.take_along_axis(y_sorted, inverse, axis=-1)
+  return _scatter_last(y_sorted, perm)

@@ -1,0 +1,1 @@
+"""Micro-benchmarks (run as ``python -m benchmarks.NAME``)."""

@@ -1,0 +1,206 @@
+"""Time per call of every max@k transform, jitted JAX vs straightforward NumPy.
+
+Run as ``python -m benchmarks.estimators`` (``--quick`` for a smaller grid).
+
+For each transform and batch B x group size n x k, the JAX function is jitted,
+run once (compile + warm-up) and then timed with ``block_until_ready``; the
+table reports the median.  Two NumPy implementations of the same formulas are
+timed beside it:
+
+* ``np_matrix``: the max@k paper's Listing 2 style, an n x n weight matrix W in
+  sorted order (W_jj = C(j-1,k-1)/C(n,k), W_jm = C(m-2,k-2)/C(n,k) for m > j, and
+  the baseline's terms), applied to every sorted group with one matmul;
+* ``np_loop``: PKPO's Listing 1 style, a Python loop over groups that sorts each
+  group and evaluates the rank weights for it.
+
+``ns/unit`` is JAX time / (B (n log2 n + n k)) in nanoseconds: it should stay
+flat or fall as n grows if the per-group cost grows no faster than n log n + n k.
+Cells whose NumPy (or off-policy exact) cost would be excessive are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import app
+from absl import flags
+from scipy import special
+
+import maxk
+
+_QUICK = flags.DEFINE_bool("quick", False, "Small grid (B <= 256, n <= 512).")
+_REPEATS = flags.DEFINE_integer("repeats", 5, "Timed calls per cell (median reported).")
+_SEED = flags.DEFINE_integer("seed", 0, "Seed for the random rewards.")
+_TRANSFORMS = flags.DEFINE_list(
+    "transforms", ["none", "loo", "loo_centered", "loo_minus_one", "mean_std",
+                   "off_policy_exact", "off_policy_first_order"],
+    "Transforms to time.")
+
+_ON_POLICY = ("none", "loo", "loo_centered", "loo_minus_one", "mean_std")
+_MAX_NP_MATRIX = 2e9      # B * n^2 multiply-adds
+_MAX_NP_LOOP = 2 ** 21    # B * n elements through the Python loop
+_MAX_OFF_POLICY = 2 ** 31  # B * n * k scan work
+
+
+def _ratio(top, bottom, n, k):
+  """C(top, bottom) / C(n, k) elementwise (0 where the binomial is 0), float64."""
+  top = np.asarray(top, np.float64)
+  bottom = np.asarray(bottom, np.float64)
+  ok = (bottom >= 0) & (bottom <= top)
+  t, b = np.where(ok, top, 0), np.where(ok, bottom, 0)
+  log = (special.gammaln(t + 1) - special.gammaln(b + 1) - special.gammaln(t - b + 1)
+         - (special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)))
+  return np.where(ok, np.exp(log), 0.0)
+
+
+def _np_matrix_weights(n, k, name):
+  """n x n matrix W (sorted order) with a_sorted = W @ r_sorted, from the formulas."""
+  j = np.arange(1, n + 1)[:, None]  # row: the sample
+  m = np.arange(1, n + 1)[None, :]  # column: the reward
+  w = np.where(j == m, _ratio(j - 1, k - 1, n, k), 0.0)
+  w += np.where(m > j, _ratio(m - 2, k - 2, n, k), 0.0)  # S(i), max@k Eq. 9
+  if name in ("loo", "loo_centered") and n > k:
+    scale = k / (n - 1) if name == "loo" else k / n
+    # b_j = scale * [Σ_{m<j} C(m-1,k-1) r_m + Σ_{m>j} C(m-2,k-1) r_m] / C(n-1,k)
+    w -= scale * np.where(m < j, _ratio(m - 1, k - 1, n - 1, k), 0.0)
+    w -= scale * np.where(m > j, _ratio(m - 2, k - 1, n - 1, k), 0.0)
+  elif name == "loo_minus_one" and k >= 2:
+    w -= np.where(m > j, _ratio(m - 2, k - 2, n, k), 0.0)
+    w -= np.where(m < j, _ratio(m - 1, k - 2, n, k), 0.0)
+  elif name == "loo_minus_one":  # k == 1: loo_centered
+    w -= (1 / n) * np.where(m != j, 1 / (n - 1), 0.0) if n > 1 else 0.0
+  return w
+
+
+def _np_first_order_matrix(r_sorted, delta_sorted, n, k):
+  """max@k paper App. E: w'_jj, w'_jm (m > j) with δ-dependent entries; per group."""
+  out = np.empty_like(r_sorted)
+  j = np.arange(1, n + 1)
+  diag_c = _ratio(j - 1, k - 1, n, k)
+  c2 = _ratio(j - 2, k - 2, n, k)
+  c3 = _ratio(j - 3, k - 3, n, k)
+  for b in range(r_sorted.shape[0]):
+    d = delta_sorted[b]
+    below = np.cumsum(d) - d  # Σ_{l<m} δ_l
+    w = np.diag(diag_c * (1 + d) + c2 * below)
+    upper = np.triu(np.ones((n, n)), 1)
+    # m > j: C(m-2,k-2)(1+δ_j+δ_m) + C(m-3,k-3) Σ_{l<m, l≠j} δ_l
+    w += upper * (c2[None, :] * (1 + d[:, None] + d[None, :])
+                  + c3[None, :] * (below[None, :] - d[:, None]))
+    out[b] = w @ r_sorted[b]
+  return out
+
+
+def _numpy_matrix(r, lr, k, name):
+  n = r.shape[-1]
+  order = np.argsort(r, axis=-1, kind="stable")
+  r_sorted = np.take_along_axis(r, order, -1)
+  if name == "off_policy_first_order":
+    a_sorted = _np_first_order_matrix(r_sorted, np.expm1(np.take_along_axis(lr, order, -1)),
+                                      n, k)
+  else:
+    a_sorted = r_sorted @ _np_matrix_weights(n, k, "none" if name == "mean_std" else name).T
+    if name == "mean_std":
+      a_sorted = (a_sorted - a_sorted.mean(-1, keepdims=True)) / (
+          a_sorted.std(-1, keepdims=True) + 1e-6)
+  out = np.empty_like(a_sorted)
+  np.put_along_axis(out, order, a_sorted, -1)
+  return out
+
+
+def _numpy_loop(r, lr, k, name):
+  """Per-group loop; each group sorts and evaluates its rank weights (PKPO Listing 1)."""
+  del lr
+  out = np.empty_like(r)
+  n = r.shape[-1]
+  for b in range(r.shape[0]):
+    order = np.argsort(r[b], kind="stable")
+    g = r[b][order]
+    j = np.arange(1, n + 1)
+    s = _ratio(j - 1, k - 1, n, k) * g
+    tail = _ratio(j - 2, k - 2, n, k) * g
+    s += np.concatenate([np.cumsum(tail[::-1])[::-1][1:], [0.0]])
+    if name in ("loo", "loo_centered") and n > k:
+      scale = k / (n - 1) if name == "loo" else k / n
+      pre = np.cumsum(_ratio(j - 1, k - 1, n - 1, k) * g)
+      suf = np.cumsum((_ratio(j - 2, k - 1, n - 1, k) * g)[::-1])[::-1]
+      s -= scale * (np.concatenate([[0.0], pre[:-1]]) + np.concatenate([suf[1:], [0.0]]))
+    elif name == "loo_minus_one" and k >= 2:
+      s = _ratio(j - 1, k - 1, n, k) * g - np.concatenate(
+          [[0.0], np.cumsum(_ratio(j - 1, k - 2, n, k) * g)[:-1]])
+    elif name == "loo_minus_one":
+      s = (g - (g.sum() - g) / max(n - 1, 1)) / n
+    elif name == "mean_std":
+      s = (s - s.mean()) / (s.std() + 1e-6)
+    out[b, order] = s
+  return out
+
+
+def _jax_fn(name, k):
+  if name in _ON_POLICY:
+    return jax.jit(lambda r, lr: maxk.max_at_k_advantages(r, k, baseline=name))
+  method = name.removeprefix("off_policy_")
+  return jax.jit(lambda r, lr: maxk.max_at_k_advantages_off_policy(r, lr, k, method=method))
+
+
+def _time(fn, *args, repeats):
+  jax.block_until_ready(fn(*args))
+  times = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    times.append(time.perf_counter() - start)
+  return float(np.median(times))
+
+
+def _fmt_us(seconds):
+  return "-" if seconds is None else f"{seconds * 1e6:,.0f}"
+
+
+def _fmt_ratio(numer, denom):
+  return "-" if numer is None or denom is None else f"{numer / denom:,.1f}x"
+
+
+def main(argv: Sequence[str]) -> None:
+  del argv
+  rng = np.random.default_rng(_SEED.value)
+  batches = (1, 256) if _QUICK.value else (1, 256, 4096)
+  sizes = (8, 64, 512) if _QUICK.value else (8, 64, 512, 4096)
+  print(f"jax {jax.__version__} on {jax.devices()[0].platform} "
+        f"({jax.devices()[0].device_kind}); times in microseconds, median of "
+        f"{_REPEATS.value}\n")
+  print("| transform | B | n | k | jax (us) | np_matrix (us) | np_loop (us) "
+        "| matrix/jax | loop/jax | ns/unit |")
+  print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+  for name in _TRANSFORMS.value:
+    for batch in batches:
+      for n in sizes:
+        for k in sorted({1, 4, 8, n // 2} & set(range(1, n + 1))):
+          r = rng.random((batch, n)).astype(np.float32)
+          lr = (0.1 * rng.standard_normal((batch, n))).astype(np.float32)
+          t_jax = None
+          if name != "off_policy_exact" or batch * n * k <= _MAX_OFF_POLICY:
+            # Fewer repeats for the cells that take seconds per call.
+            repeats = _REPEATS.value if batch * n <= 2 ** 20 else 2
+            t_jax = _time(_jax_fn(name, k), jnp.asarray(r), jnp.asarray(lr), repeats=repeats)
+          r64, lr64 = r.astype(np.float64), lr.astype(np.float64)
+          t_mat = t_loop = None
+          if name != "off_policy_exact" and batch * n * n <= _MAX_NP_MATRIX and (
+              name != "off_policy_first_order" or batch * n * n <= 2 ** 24):
+            t_mat = _time(lambda: _numpy_matrix(r64, lr64, k, name), repeats=3)
+          if name in _ON_POLICY and batch * n <= _MAX_NP_LOOP:
+            t_loop = _time(lambda: _numpy_loop(r64, lr64, k, name), repeats=3)
+          unit = batch * (n * math.log2(n) + n * k)
+          per_unit = "-" if t_jax is None else f"{t_jax / unit * 1e9:.2f}"
+          print(f"| {name} | {batch} | {n} | {k} | {_fmt_us(t_jax)} | {_fmt_us(t_mat)} "
+                f"| {_fmt_us(t_loop)} | {_fmt_ratio(t_mat, t_jax)} "
+                f"| {_fmt_ratio(t_loop, t_jax)} | {per_unit} |", flush=True)
+
+
+if __name__ == "__main__":
+  app.run(main)

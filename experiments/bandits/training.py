@@ -1,0 +1,239 @@
+"""Policy-gradient training of toy policies with the max@k estimators, many seeds in one vmap.
+
+Each step draws a group of ``n`` samples from the current policy, turns their
+rewards into advantages with an estimator of
+:mod:`experiments.bandits.estimators` at the current ``k_opt``, and takes
+``inner_steps`` optimiser steps along ``sum_i a_i grad log pi(y_i)`` (gradient
+ascent). With ``inner_steps > 1`` the later inner steps are off-policy: the
+off-policy estimators receive ``log_ratio = log pi_current(y) - log pi_sampling(y)``,
+the on-policy ones reuse the stale advantages' formula as is. After every step the
+exact max@k and pass@k of the current policy are logged for every ``k_eval``.
+
+``k_opt`` follows a :class:`Schedule`: a constant (``"4"``) or a piecewise-constant
+annealing schedule (``"8:200:1"``: k=8 before step 200, then k=1; PKPO Fig. 3).
+A whole run (all steps, all seeds) is one jitted computation: a ``lax.scan`` per
+schedule segment, ``vmap`` over seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from experiments.bandits import estimators as estimators_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+  """A piecewise-constant k_opt schedule.
+
+  Attributes:
+    spec: the string it was parsed from (its ``results.csv`` label).
+    segments: ``((k, num_steps), ...)`` in order; the step counts sum to the run's.
+  """
+  spec: str
+  segments: tuple[tuple[int, int], ...]
+
+  @property
+  def max_k(self) -> int:
+    return max(k for k, _ in self.segments)
+
+  def k_at(self, step: int) -> int:
+    """k_opt used at (0-based) ``step``."""
+    for k, steps in self.segments:
+      if step < steps:
+        return k
+      step -= steps
+    return self.segments[-1][0]
+
+
+def parse_schedule(spec: str, num_steps: int) -> Schedule:
+  """Parses ``"k"`` or ``"k0:t1:k1:t2:k2..."`` (k_i from step t_i on) into a Schedule.
+
+  Examples with ``num_steps=400``: ``"4"`` is k=4 throughout; ``"8:200:1"`` is k=8
+  for steps 0-199 and k=1 for steps 200-399.
+
+  Raises:
+    ValueError: on a malformed spec, k < 1, or switch steps that are not strictly
+      increasing inside ``(0, num_steps)``.
+  """
+  if num_steps < 1:
+    raise ValueError(f"num_steps={num_steps} must satisfy num_steps >= 1.")
+  parts = str(spec).split(":")
+  if len(parts) % 2 != 1:
+    raise ValueError(f"schedule={spec!r} must look like 'k' or 'k0:t1:k1[:t2:k2...]'.")
+  try:
+    values = [int(p) for p in parts]
+  except ValueError as e:
+    raise ValueError(
+        f"schedule={spec!r} must look like 'k' or 'k0:t1:k1[:t2:k2...]' (integers).") from e
+  ks, switches = values[0::2], values[1::2]
+  for k in ks:
+    if k < 1:
+      raise ValueError(f"schedule={spec!r}: k={k} must satisfy k >= 1.")
+  bounds = [0, *switches, num_steps]
+  for lo, hi in zip(bounds[:-1], bounds[1:]):
+    if not lo < hi:
+      raise ValueError(f"schedule={spec!r}: switch steps {switches} must be strictly "
+                       f"increasing inside (0, num_steps={num_steps}).")
+  segments = tuple((k, hi - lo) for k, lo, hi in zip(ks, bounds[:-1], bounds[1:]))
+  return Schedule(str(spec), segments)
+
+
+def make_optimizer(name: str, learning_rate: float) -> optax.GradientTransformation:
+  """``"adam"`` or ``"sgd"``; the transformation minimises, so pass minus the ascent step."""
+  if name == "adam":
+    return optax.adam(learning_rate)
+  if name == "sgd":
+    return optax.sgd(learning_rate)
+  raise ValueError(f"Unknown optimizer={name!r}; valid options are ['adam', 'sgd'].")
+
+
+def evaluate(policy, params: jax.Array, k_evals: Sequence[int], pass_threshold: float
+             ) -> tuple[jax.Array, jax.Array]:
+  """Exact ``(max@k, pass@k)`` of the policy for every k in ``k_evals``: two ``[K]`` arrays."""
+  max_k = jnp.stack([policy.max_at_k(params, k) for k in k_evals])
+  pass_k = jnp.stack([policy.pass_at_k(params, k, pass_threshold) for k in k_evals])
+  return max_k, pass_k
+
+
+def train(policy, init_params: jax.Array, key: jax.Array, *, estimator: str,
+          schedule: Schedule, n: int, num_seeds: int, k_evals: Sequence[int],
+          pass_threshold: float, optimizer: str = "adam", learning_rate: float = 0.1,
+          inner_steps: int = 1) -> dict[str, np.ndarray]:
+  """Trains ``num_seeds`` independent copies of ``policy`` from ``init_params``.
+
+  Args:
+    policy: a policy of :mod:`experiments.bandits.policies`.
+    init_params: initial parameters (shared by every seed).
+    key: PRNG key; seed ``s`` uses ``fold_in(key, s)``.
+    estimator: an estimator name of :mod:`experiments.bandits.estimators`.
+    schedule: the k_opt schedule; every k must satisfy ``k <= n``.
+    n: samples per step.
+    num_seeds: independent runs, vmapped.
+    k_evals: the k of the logged exact max@k and pass@k.
+    pass_threshold: a sample is correct when ``reward >= pass_threshold`` (pass@k and
+      the binarised reward of ``pass_at_k_training``).
+    optimizer: ``"adam"`` or ``"sgd"``.
+    learning_rate: the optimiser's learning rate.
+    inner_steps: optimiser steps per sampled group (> 1 makes later steps off-policy).
+
+  Returns:
+    ``{"max_at_k": [S, T+1, K], "pass_at_k": [S, T+1, K], "k_opt": [T]}``: the exact
+    metrics of the initial policy and after each of the ``T`` steps.
+  """
+  est = estimators_lib.get(estimator)
+  if n < 2:
+    raise ValueError(f"n={n} must satisfy n >= 2.")
+  if schedule.max_k > n:
+    raise ValueError(f"schedule={schedule.spec!r}: k={schedule.max_k} must satisfy "
+                     f"1 <= k <= n={n}.")
+  if num_seeds < 1:
+    raise ValueError(f"num_seeds={num_seeds} must satisfy num_seeds >= 1.")
+  if inner_steps < 1:
+    raise ValueError(f"inner_steps={inner_steps} must satisfy inner_steps >= 1.")
+  k_evals = tuple(int(k) for k in k_evals)
+  opt = make_optimizer(optimizer, learning_rate)
+
+  def step(carry, _, *, k):
+    params, opt_state, key = carry
+    key, sample_key = jax.random.split(key)
+    y = policy.sample(params, sample_key, n)
+    rewards = policy.reward(y)
+    logp_sampling = policy.log_prob(params, y)
+    for _ in range(inner_steps):
+      log_ratio = policy.log_prob(params, y) - logp_sampling
+      a = est(rewards, k, log_ratio=log_ratio, pass_threshold=pass_threshold)
+      ascent = (a @ policy.score(params, y)).reshape(jnp.shape(params))
+      updates, opt_state = opt.update(-ascent, opt_state, params)
+      params = optax.apply_updates(params, updates)
+    return (params, opt_state, key), evaluate(policy, params, k_evals, pass_threshold)
+
+  def one_seed(key):
+    params = jnp.asarray(init_params, jnp.float32)
+    carry = (params, opt.init(params), key)
+    max0, pass0 = evaluate(policy, params, k_evals, pass_threshold)
+    maxs, passes = [max0[None]], [pass0[None]]
+    for k, steps in schedule.segments:
+      seg = lambda c, x, k=k: step(c, x, k=k)
+      carry, (m, p) = jax.lax.scan(seg, carry, None, length=steps)
+      maxs.append(m)
+      passes.append(p)
+    return jnp.concatenate(maxs), jnp.concatenate(passes)
+
+  @jax.jit
+  def run(key):
+    keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(jnp.arange(num_seeds))
+    return jax.vmap(one_seed)(keys)
+
+  max_k, pass_k = run(key)
+  k_opt = np.concatenate([np.full(steps, k) for k, steps in schedule.segments])
+  return {"max_at_k": np.asarray(max_k), "pass_at_k": np.asarray(pass_k), "k_opt": k_opt}
+
+
+def summarize(curves: dict[str, np.ndarray], *, labels: dict[str, Any],
+              k_evals: Sequence[int], solved_level: float = 0.5) -> list[dict[str, Any]]:
+  """One results.csv row per k_eval: final and time-averaged metrics across seeds.
+
+  ``solved_fraction`` is the fraction of seeds whose final pass@k_eval is at least
+  ``solved_level``; ``auc_*`` is the metric averaged over all logged steps.
+  """
+  rows = []
+  for j, k in enumerate(k_evals):
+    final_max = curves["max_at_k"][:, -1, j]
+    final_pass = curves["pass_at_k"][:, -1, j]
+    rows.append({
+        **labels,
+        "k_eval": int(k),
+        "num_seeds": int(final_max.shape[0]),
+        "num_steps": int(curves["max_at_k"].shape[1] - 1),
+        "initial_max_at_k": float(curves["max_at_k"][0, 0, j]),
+        "final_max_at_k_mean": float(final_max.mean()),
+        "final_max_at_k_std": float(final_max.std()),
+        "auc_max_at_k": float(curves["max_at_k"][:, :, j].mean()),
+        "initial_pass_at_k": float(curves["pass_at_k"][0, 0, j]),
+        "final_pass_at_k_mean": float(final_pass.mean()),
+        "final_pass_at_k_std": float(final_pass.std()),
+        "auc_pass_at_k": float(curves["pass_at_k"][:, :, j].mean()),
+        "solved_fraction": float(np.mean(final_pass >= solved_level)),
+    })
+  return rows
+
+
+def plot_curves(runs: Sequence[tuple[str, dict[str, np.ndarray]]], *, title: str,
+                k_evals: Sequence[int], path: str) -> None:
+  """Exact max@k (top row) and pass@k (bottom row) vs step, one column per k_eval.
+
+  Lines are the mean over seeds; bands span the 10th to 90th percentile of the seeds.
+  """
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig, axes = plt.subplots(2, len(k_evals), figsize=(3.4 * len(k_evals) + 2.8, 6.4),
+                           squeeze=False, sharex=True)
+  cmap = plt.get_cmap("tab10")
+  for row, metric in enumerate(["max_at_k", "pass_at_k"]):
+    for col, k in enumerate(k_evals):
+      ax = axes[row, col]
+      for i, (label, curves) in enumerate(runs):
+        values = curves[metric][:, :, col]
+        lo, hi = np.percentile(values, [10, 90], axis=0)
+        steps = np.arange(values.shape[1])
+        ax.plot(steps, values.mean(0), color=cmap(i % 10), label=label, linewidth=1.2)
+        ax.fill_between(steps, lo, hi, color=cmap(i % 10), alpha=0.12, linewidth=0)
+      ax.set_title(f"{metric.replace('_at_', '@')} (k={k})")
+      ax.grid(True, alpha=0.3)
+      if row == 1:
+        ax.set_xlabel("step")
+  handles, labels = axes[0, 0].get_legend_handles_labels()
+  fig.legend(handles, labels, loc="center right", fontsize=8, title="estimator / k_opt")
+  fig.suptitle(title)
+  fig.tight_layout(rect=(0, 0, 1 - 2.6 / fig.get_figwidth(), 1))
+  fig.savefig(path, dpi=110)
+  plt.close(fig)

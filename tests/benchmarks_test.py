@@ -1,0 +1,23 @@
+"""The benchmark's NumPy implementations compute the same transforms as maxk."""
+
+import numpy as np
+import pytest
+
+import maxk
+from benchmarks import estimators
+
+
+@pytest.mark.parametrize("n", [5, 16])
+def test_numpy_references_agree_with_maxk(n):
+  rng = np.random.default_rng(n)
+  r = rng.random((3, n))
+  lr = 0.1 * rng.standard_normal((3, n))
+  for k in sorted({1, 2, 4, n}):
+    for name in ("none", "loo", "loo_centered", "loo_minus_one", "mean_std"):
+      want = np.asarray(maxk.max_at_k_advantages(r.astype(np.float32), k, baseline=name))
+      np.testing.assert_allclose(estimators._numpy_matrix(r, lr, k, name), want, atol=1e-5)
+      np.testing.assert_allclose(estimators._numpy_loop(r, lr, k, name), want, atol=1e-5)
+    want = np.asarray(maxk.max_at_k_advantages_off_policy(
+        r.astype(np.float32), lr.astype(np.float32), k, method="first_order"))
+    np.testing.assert_allclose(
+        estimators._numpy_matrix(r, lr, k, "off_policy_first_order"), want, atol=1e-5)

@@ -1,0 +1,39 @@
+"""README.md stays true: its commands and its training-step example."""
+
+import os
+import re
+
+import jax
+import numpy as np
+
+import maxk
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _readme():
+  with open(os.path.join(_ROOT, "README.md")) as f:
+    return f.read()
+
+
+def test_training_step_example_runs_and_learns():
+  blocks = re.findall(r"```python\n(.*?)```", _readme(), flags=re.S)
+  example = next(b for b in blocks if "def train_step" in b)
+  namespace = {}
+  exec(compile(example, "README.md", "exec"), namespace)  # pylint: disable=exec-used
+  # Starting from uniform logits max@4 of linspace(0, 1, 10) is 0.7533; training
+  # must move the policy towards the best answer.
+  probs = jax.nn.softmax(namespace["logits_PxA"])
+  values = np.broadcast_to(np.linspace(0, 1, 10, dtype=np.float32), probs.shape)
+  assert float(np.mean(maxk.max_at_k_exact(probs, values, 4))) > 0.9
+
+
+def test_ci_runs_readme_test_command():
+  readme = _readme()
+  test_line = next(l for l in readme.splitlines() if "pytest" in l and l.startswith("python3"))
+  test_command = test_line.split("&&")[-1].strip()
+  with open(os.path.join(_ROOT, ".ci", "run")) as f:
+    ci = f.read()
+  assert test_command in ci
+  install = test_line.split("&&")[-2].strip()
+  assert install in ci
