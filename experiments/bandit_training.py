@@ -91,10 +91,7 @@ def _runs() -> list[tuple[str, training.Schedule]]:
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError("Too many command-line arguments.")
-  out_dir = outputs.prepare_out_dir(_OUT_DIR.value)
-  outputs.write_config(out_dir, outputs.flag_values())
+  out_dir = outputs.start_run(argv, _OUT_DIR.value)
   k_evals = [int(k) for k in _K_EVALS.value]
   bandits = [(name, *_bandit(name)) for name in _BANDITS.value]
   runs = _runs()

@@ -69,10 +69,7 @@ def _settings() -> list[variance.Setting]:
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError("Too many command-line arguments.")
-  out_dir = outputs.prepare_out_dir(_OUT_DIR.value)
-  outputs.write_config(out_dir, outputs.flag_values())
+  out_dir = outputs.start_run(argv, _OUT_DIR.value)
   start = time.time()
   rows = variance.run_study(
       _settings(),

@@ -372,10 +372,7 @@ def _summary(rows, refs) -> dict:
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError("Too many command-line arguments.")
-  out_dir = outputs.prepare_out_dir(_OUT_DIR.value)
-  outputs.write_config(out_dir, outputs.flag_values())
+  out_dir = outputs.start_run(argv, _OUT_DIR.value)
   start = time.time()
   if _FLOAT64.value:
     jax.config.update("jax_enable_x64", True)

@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from absl import app
 from absl import flags
 
 
@@ -63,3 +64,16 @@ def write_results_csv(out_dir: str, rows: Sequence[Mapping[str, Any]],
     for row in rows:
       writer.writerow(dict(row))
   return path
+
+
+def start_run(argv: Sequence[str], out_dir: str) -> str:
+  """The common start of every binary's ``main``: rejects stray positional
+  arguments, creates ``out_dir`` and writes every flag value to its config.json.
+
+  Returns the absolute ``out_dir``.
+  """
+  if len(argv) > 1:
+    raise app.UsageError(f"Too many command-line arguments: {list(argv[1:])}.")
+  out_dir = prepare_out_dir(out_dir)
+  write_config(out_dir, flag_values())
+  return out_dir

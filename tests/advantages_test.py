@@ -168,7 +168,7 @@ def test_jit_vmap_grad():
   rng = np.random.default_rng(0)
   r = jnp.asarray(rng.normal(size=(4, 6)), jnp.float32)
   for baseline in BASELINES:
-    for k in (1, 3, 6):
+    for k in (2, 6):
       f = lambda x, k=k, b=baseline: maxk.max_at_k_advantages(x, k, baseline=b)
       eager = f(r)
       np.testing.assert_allclose(jax.jit(f)(r), eager, rtol=1e-5, atol=1e-6)

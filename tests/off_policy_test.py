@@ -38,7 +38,7 @@ def test_surrogate_value_and_grad_equal_exact_weights(n):
   r = rng.normal(size=(4, n)).astype(np.float32)
   logp_old = rng.normal(size=(4, n)).astype(np.float32)
   logp = logp_old + 0.3 * rng.normal(size=(4, n)).astype(np.float32)
-  for k in range(1, n + 1):
+  for k in sorted({1, min(2, n), n}):
     j = maxk.max_at_k_surrogate(logp, logp_old, r, k)
     want = [enumeration.surrogate(a, b - c, k) for a, b, c in zip(r, logp, logp_old)]
     np.testing.assert_allclose(j, want, rtol=1e-5, atol=1e-6)
@@ -99,7 +99,7 @@ def test_jit_vmap_grad_and_nan_isolation():
   r = rng.normal(size=(3, 6)).astype(np.float32)
   lr = 0.2 * rng.normal(size=(3, 6)).astype(np.float32)
   for method in ("exact", "first_order"):
-    for k in (1, 3, 6):
+    for k in (1, 4):
       f = lambda a, b, k=k, m=method: maxk.max_at_k_advantages_off_policy(a, b, k, method=m)
       eager = f(r, lr)
       np.testing.assert_allclose(jax.jit(f)(r, lr), eager, rtol=1e-5, atol=1e-6)
