@@ -21,6 +21,12 @@ from maxk._src import metrics
 from maxk._src import sorting
 
 
+def _check_eps(eps) -> None:
+  """``eps`` may be traced (then it cannot be checked); a concrete value must be >= 0."""
+  if checks.is_concrete(eps) and not np.all(np.asarray(eps) >= 0):
+    raise ValueError(f"eps={eps!r} must be >= 0.")
+
+
 def grpo_advantages(rewards: ArrayLike, *, eps: float = 1e-6) -> jax.Array:
   """GRPO advantages (r_i − mean(r)) / (std(r) + eps) within each group.
 
@@ -36,8 +42,7 @@ def grpo_advantages(rewards: ArrayLike, *, eps: float = 1e-6) -> jax.Array:
     ``[..., n]`` advantages.
   """
   rewards = checks.as_float_array(rewards, "rewards")
-  if not eps >= 0:
-    raise ValueError(f"eps={eps!r} must be >= 0.")
+  _check_eps(eps)
   return _grpo(rewards, eps)
 
 
@@ -140,8 +145,7 @@ def pass_at_k_training_advantages(correct: ArrayLike, k: int, *,
   Raises:
     ValueError: bad ``k``, ``eps`` < 0, or non-binary ``correct`` (eagerly).
   """
-  if not eps >= 0:
-    raise ValueError(f"eps={eps!r} must be >= 0.")
+  _check_eps(eps)
   values, n, k = metrics.validate_correct(correct, k)
   return _pass_at_k_training(values, k, eps)
 

@@ -1,0 +1,42 @@
+r"""Small-LM RL with pass@k / max@k estimators: warm start, then RL, on verifiable tasks.
+
+Usage:
+  python -m experiments.lm.main --config=experiments/lm/configs/tiny.py --workdir=/tmp/lm
+  python -m experiments.lm.main --config=experiments/lm/configs/default.py \
+      --config.rl.runs=max_at_k@1,max_at_k@8,grpo --workdir=/tmp/lm_default
+
+Running the same command again resumes from the last checkpoint in
+``WORKDIR/checkpoints`` (see experiments/lm/checkpointing.py).
+"""
+
+from absl import app
+from absl import flags
+from absl import logging
+import jax
+from ml_collections import config_flags
+
+from experiments.lm import train
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file.",
+                                          lock_config=True)
+_WORKDIR = flags.DEFINE_string("workdir", None, "Output and checkpoint directory.",
+                               required=True)
+_DISTRIBUTED = flags.DEFINE_bool(
+    "distributed", False, "Call jax.distributed.initialize() first (multi-host runs).")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+  if _DISTRIBUTED.value:
+    jax.distributed.initialize()
+  logging.info("JAX devices: %s (process %d of %d)", jax.devices(), jax.process_index(),
+               jax.process_count())
+  rows = train.run(_CONFIG.value, _WORKDIR.value)
+  for row in rows:
+    logging.info("%s", row)
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["config"])
+  app.run(main)

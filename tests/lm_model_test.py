@@ -1,0 +1,107 @@
+"""Tests of experiments.lm.model and .sampling: KV-cache decoding equals full recomputation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments.lm import model as model_lib
+from experiments.lm import sampling
+from experiments.lm import tasks
+
+CFG = model_lib.ModelConfig(vocab_size=tasks.VOCAB_SIZE, max_len=24, d_model=32, num_heads=4,
+                            num_layers=2, d_ff=64)
+MAX_NEW = 14
+
+
+@pytest.fixture(scope="module")
+def model():
+  return model_lib.create(CFG, seed=0)
+
+
+@pytest.fixture(scope="module")
+def prompts():
+  rng = np.random.default_rng(0)
+  ids = tasks.encode_prompts([f"{a}+{b}=" for a, b in rng.integers(100, 999, size=(8, 2))])
+  return jnp.asarray(sampling.repeat_prompts(ids, 4))  # [32, 9].
+
+
+def test_cached_sampling_equals_uncached_logits(model, prompts):
+  graphdef, params = model
+  key = jax.random.key(1)
+  cached = sampling.generate(graphdef, params, prompts, key, cfg=CFG, max_new=MAX_NEW,
+                             return_logits=True)
+  uncached = sampling.generate(graphdef, params, prompts, key, cfg=CFG, max_new=MAX_NEW,
+                               use_cache=False, return_logits=True)
+  np.testing.assert_allclose(cached["logits"], uncached["logits"], atol=1e-5)
+  np.testing.assert_array_equal(cached["tokens"], uncached["tokens"])
+  # And equal to one teacher-forced pass over prompt + sample.
+  full = jnp.concatenate([prompts, cached["tokens"]], axis=1)
+  logits, logp, entropy = jax.jit(lambda p, x: (
+      model_lib.apply(graphdef, p, x[:, :-1])[0],
+      *model_lib.token_logprobs(graphdef, p, x, prompts.shape[1])))(params, full)
+  np.testing.assert_allclose(cached["logits"], logits[:, prompts.shape[1] - 1:], atol=1e-5)
+  np.testing.assert_allclose(entropy, cached["entropy"], atol=1e-5)
+  assert logp.shape == (prompts.shape[0], MAX_NEW) and (logp <= 0).all()
+
+
+def test_chunked_prefill_equals_full_forward(model, prompts):
+  graphdef, params = model
+
+
+  @jax.jit
+  def both(params, prompts):
+    cache = model_lib.init_cache(CFG, prompts.shape[0], CFG.max_len)
+    first, cache = model_lib.apply(graphdef, params, prompts[:, :4], cache=cache, start=0)
+    second, _ = model_lib.apply(graphdef, params, prompts[:, 4:], cache=cache, start=4)
+    full, _ = model_lib.apply(graphdef, params, prompts)
+    return first, second, full
+
+  first, second, full = both(params, prompts)
+  np.testing.assert_allclose(jnp.concatenate([first, second], axis=1), full, atol=1e-5)
+
+
+def test_eos_mask_and_padding(model, prompts):
+  graphdef, params = model
+  out = sampling.generate(graphdef, params, prompts, jax.random.key(2), cfg=CFG, max_new=MAX_NEW)
+  tokens, mask = np.asarray(out["tokens"]), np.asarray(out["mask"])
+  saw_eos = 0
+  for row_tokens, row_mask in zip(tokens, mask):
+    eos = np.flatnonzero(row_tokens == tasks.EOS_ID)
+    end = eos[0] + 1 if eos.size else MAX_NEW
+    saw_eos += bool(eos.size)
+    np.testing.assert_array_equal(row_mask, np.arange(MAX_NEW) < end)
+    assert (row_tokens[end:] == tasks.PAD_ID).all()
+  assert saw_eos > 0
+
+
+def test_greedy_and_determinism(model, prompts):
+  graphdef, params = model
+  greedy = sampling.generate(graphdef, params, prompts, jax.random.key(0), cfg=CFG,
+                             max_new=MAX_NEW, temperature=0.0, return_logits=True)
+  first = np.asarray(greedy["logits"][:, 0])
+  np.testing.assert_array_equal(greedy["tokens"][:, 0], first.argmax(-1))
+  other_key = sampling.generate(graphdef, params, prompts, jax.random.key(5), cfg=CFG,
+                                max_new=MAX_NEW, temperature=0.0)
+  np.testing.assert_array_equal(greedy["tokens"], other_key["tokens"])
+  with pytest.raises(ValueError, match="exceeds max_len"):
+    sampling.generate(graphdef, params, prompts, jax.random.key(0), cfg=CFG, max_new=20)
+
+
+def test_top_p_filter():
+  logits = jnp.log(jnp.array([[0.05, 0.5, 0.15, 0.3]]))
+  kept = lambda p: np.isfinite(np.asarray(sampling.filter_logits(logits, 1.0, p)))[0].tolist()
+  assert kept(0.1) == [False, True, False, False]
+  assert kept(0.7) == [False, True, False, True]
+  assert kept(0.85) == [False, True, True, True]
+  assert kept(1.0) == [True, True, True, True]
+  np.testing.assert_allclose(sampling.filter_logits(logits, 2.0, 1.0), logits / 2.0)
+
+
+def test_param_count_and_flops():
+  _, params = model_lib.create(CFG, seed=0)
+  d, f, v = CFG.d_model, CFG.d_ff, CFG.vocab_size
+  per_layer = 4 * d + 4 * d * d + 2 * d * f + f + d  # Norms, attention, MLP.
+  n = model_lib.num_params(params)
+  assert n == (v + CFG.max_len) * d + CFG.num_layers * per_layer + 2 * d + d * v
+  assert model_lib.flops_per_token(CFG, context=16) > 2 * (n - CFG.max_len * CFG.d_model) * 0.5
