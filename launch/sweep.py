@@ -1,0 +1,188 @@
+"""Expanding a sweep (a grid of flag values) into runs.
+
+A sweep spec is either a JSON file / dict or command-line items ``flag=v1,v2``::
+
+  {"binary": "experiments.best_of_n",          # optional; --binary overrides
+   "fixed": {"n_max": 1000},                   # flags every run gets
+   "grid": {"seed": [0, 1], "num_mc_draws": [10, 100]}}
+
+or a list of such grids under ``"grids"`` (their runs are concatenated). The grid is
+expanded as a Cartesian product, the flag order of ``grid`` is kept (first flag
+varies slowest), and each run gets a deterministic name built from its grid values
+(``seed=0,num_mc_draws=10`` -> ``seed-0_num_mc_draws-10``) and its own output folder
+``OUT_ROOT/<name>``. Values holding commas (list flags) are given as JSON lists of
+strings in a JSON spec, e.g. ``"ks": ["1,4", "8"]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+import re
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# The flag that receives each run's output folder, per binary (default "out_dir").
+OUT_FLAGS = {"experiments.lm.main": "workdir"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One run of a sweep: a binary, its flags and its output folder."""
+  name: str
+  binary: str
+  flags: tuple[tuple[str, str], ...]   # Every flag but the output folder, in order.
+  params: tuple[tuple[str, str], ...]  # The grid values that name this run.
+  out_dir: str
+
+  @property
+  def out_flag(self) -> str:
+    return OUT_FLAGS.get(self.binary, "out_dir")
+
+  def args(self) -> list[str]:
+    """The binary's command-line arguments (output folder first)."""
+    return [f"--{self.out_flag}={self.out_dir}"] + [f"--{k}={v}" for k, v in self.flags]
+
+  def command(self, python: str = sys.executable, *, distributed: bool = False) -> list[str]:
+    """The full command; ``distributed`` wraps it in ``launch.distributed``."""
+    if distributed:
+      return [python, "-m", "launch.distributed", self.binary, *self.args()]
+    return [python, "-m", self.binary, *self.args()]
+
+  def shell(self, python: str = "python", *, distributed: bool = False) -> str:
+    return " ".join(shlex.quote(a) for a in self.command(python, distributed=distributed))
+
+
+def _value(v: Any) -> str:
+  if isinstance(v, bool):
+    return "true" if v else "false"
+  if isinstance(v, (list, tuple)):
+    return ",".join(_value(x) for x in v)
+  return str(v)
+
+
+def _slug(text: str) -> str:
+  return re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).strip("-") or "x"
+
+
+def run_name(params: Sequence[tuple[str, str]]) -> str:
+  """Deterministic, filesystem-safe name of a run from its grid values."""
+  if not params:
+    return "run"
+  name = "_".join(f"{_slug(k)}-{_slug(v)}" for k, v in params)
+  if len(name) > 120:  # Keep paths short; the hash keeps names unique.
+    digest = hashlib.sha1(name.encode()).hexdigest()[:10]
+    name = name[:100] + "_" + digest
+  return name
+
+
+def parse_items(items: Sequence[str]) -> dict[str, list[str]]:
+  """``["seed=0,1", "n_max=100"]`` -> ``{"seed": ["0", "1"], "n_max": ["100"]}``.
+
+  Use ``flag:=v1;v2`` to split on ';' instead (for list-valued flags:
+  ``ks:=1,4;8`` gives the values "1,4" and "8").
+  """
+  grid: dict[str, list[str]] = {}
+  for item in items:
+    if ":=" in item:
+      key, values = item.split(":=", 1)
+      grid[key.strip().lstrip("-")] = [v for v in values.split(";")]
+    elif "=" in item:
+      key, values = item.split("=", 1)
+      grid[key.strip().lstrip("-")] = [v for v in values.split(",")]
+    else:
+      raise ValueError(f"Sweep item {item!r} must look like 'flag=v1,v2' or 'flag:=v1;v2'.")
+    if not grid[key.strip().lstrip("-")]:
+      raise ValueError(f"Sweep item {item!r} has no values.")
+  return grid
+
+
+def load_spec(spec: str | Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
+  """A spec from a dict, a JSON file path, a JSON string or ``flag=v1,v2`` items."""
+  if isinstance(spec, Mapping):
+    return dict(spec)
+  if isinstance(spec, str):
+    if os.path.exists(spec):
+      with open(spec) as f:
+        return json.load(f)
+    if spec.lstrip().startswith("{"):
+      return json.loads(spec)
+    spec = [s for s in re.split(r"\s+", spec.strip()) if s]
+  return {"grid": parse_items(list(spec))}
+
+
+def expand(spec: str | Mapping[str, Any] | Sequence[str], *, out_root: str,
+           binary: str | None = None) -> list[Run]:
+  """Every run of a sweep spec (see the module docstring), in a deterministic order.
+
+  Raises:
+    ValueError: no binary, an empty grid axis, or two runs with the same name.
+  """
+  spec = load_spec(spec)
+  binary = binary or spec.get("binary")
+  if not binary:
+    raise ValueError("The sweep needs a binary (--binary or \"binary\" in the spec).")
+  grids = spec.get("grids") or [spec.get("grid", {})]
+  fixed = {k: _value(v) for k, v in spec.get("fixed", {}).items()}
+  runs: list[Run] = []
+  for grid in grids:
+    keys = list(grid)
+    axes = []
+    for k in keys:
+      values = grid[k] if isinstance(grid[k], (list, tuple)) else [grid[k]]
+      if not values:
+        raise ValueError(f"Grid flag {k!r} has no values.")
+      axes.append([_value(v) for v in values])
+    for combo in itertools.product(*axes):
+      params = tuple(zip(keys, combo))
+      flags = dict(fixed)
+      flags.update(params)
+      out_flag = OUT_FLAGS.get(binary, "out_dir")
+      if out_flag in flags:
+        raise ValueError(f"--{out_flag} is set by the launcher (OUT_ROOT/<run name>).")
+      name = run_name(params)
+      runs.append(Run(name=name, binary=binary, flags=tuple(flags.items()), params=params,
+                      out_dir=os.path.join(out_root, name)))
+  names = [r.name for r in runs]
+  dupes = sorted({n for n in names if names.count(n) > 1})
+  if dupes:
+    raise ValueError(f"Runs with the same name {dupes}: make the grids distinct.")
+  return runs
+
+
+def expand_many(specs: Sequence[str], *, out_root: str, binary: str | None = None
+                ) -> list[Run]:
+  """Runs of several ``--sweep`` values: JSON files/strings (their runs concatenated)
+  or ``flag=v1,v2`` items (one grid); mixing the two kinds is an error."""
+  files = [s for s in specs if s.endswith(".json") or s.lstrip().startswith("{")]
+  items = [s for s in specs if s not in files]
+  if files and items:
+    raise ValueError("Give either JSON sweep files or 'flag=v1,v2' items, not both.")
+  if not files:
+    return expand(items, out_root=out_root, binary=binary)
+  runs = []
+  for spec in files:
+    runs += expand(spec, out_root=out_root, binary=binary)
+  names = [r.name for r in runs]
+  dupes = sorted({n for n in names if names.count(n) > 1})
+  if dupes:
+    raise ValueError(f"Runs with the same name {dupes} across sweep files.")
+  return runs
+
+
+def write_manifest(runs: Sequence[Run], out_root: str,
+                   statuses: Mapping[str, tuple[str, float]] | None = None) -> str:
+  """Writes ``out_root/runs.json`` (name, binary, out_dir, params, command[, status])."""
+  os.makedirs(out_root, exist_ok=True)
+  path = os.path.join(out_root, "runs.json")
+  with open(path, "w") as f:
+    json.dump([{"name": r.name, "binary": r.binary, "out_dir": r.out_dir,
+                "params": dict(r.params), "command": r.command("python"),
+                **({"status": statuses[r.name][0], "seconds": statuses[r.name][1]}
+                   if statuses and r.name in statuses else {})} for r in runs], f, indent=2)
+  return path
