@@ -222,8 +222,9 @@ for n in [4, 64] if SMOKE else [4, 64, 1024]:
 
 Best-of-n for n = 1..N, and rewind-and-repeat (`maxk.rewind_repeat_pmf`: draw until the
 reward clears a threshold) for every threshold, both against the reference. The dashed
-curve is (log n - (n-1)/n, n/(n+1)). Rewind-and-repeat reaches a given win rate at a
-lower KL.
+curve is (log n - (n-1)/n, n/(n+1)). At equal KL best-of-n mostly has the higher win
+rate: for a continuum of rewards, rewind-and-repeat with tail mass a has KL log(1/a) and
+win rate 1 - a/2, while best-of-n reaches that win rate at KL about log(2/a) - 1.
 """),
     code("""
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharey=True)
@@ -343,7 +344,7 @@ LM = [
 Reads the `results.csv` written by `python -m experiments.lm.main --config=... --workdir=DIR`
 (columns stage, method, k_opt, k_eval, pass_at_k, max_at_k): from `$MAXK_LM_RESULTS` (a
 results.csv or a workdir) when set, else the committed sample `notebooks/data/lm_results.csv`
-(produced by the tiny config, see `notebooks/data/README.md`). No numbers are made up: if
+(produced by the default config, see `notebooks/data/README.md`). No numbers are made up: if
 neither exists, the notebook says so.
 """),
     code(SETUP),
