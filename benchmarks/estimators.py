@@ -186,7 +186,7 @@ def main(argv: Sequence[str]) -> None:
           t_jax = None
           if name != "off_policy_exact" or batch * n * k <= _MAX_OFF_POLICY:
             # Fewer repeats for the cells that take seconds per call.
-            repeats = _REPEATS.value if batch * n <= 2 ** 20 else 2
+            repeats = _REPEATS.value if batch * n <= 2 ** 20 else 1
             t_jax = _time(_jax_fn(name, k), jnp.asarray(r), jnp.asarray(lr), repeats=repeats)
           r64, lr64 = r.astype(np.float64), lr.astype(np.float64)
           t_mat = t_loop = None
