@@ -34,6 +34,9 @@ from scipy import special
 import maxk
 
 _QUICK = flags.DEFINE_bool("quick", False, "Small grid (B <= 256, n <= 512).")
+_BATCHES = flags.DEFINE_list("batches", [], "Batch sizes B (overrides the grid's).")
+_SIZES = flags.DEFINE_list("sizes", [], "Group sizes n (overrides the grid's).")
+_KS = flags.DEFINE_list("ks", [], "Values of k (default: 1, 4, 8, n/2; k > n skipped).")
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed calls per cell (median reported).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed for the random rewards.")
 _TRANSFORMS = flags.DEFINE_list(
@@ -171,6 +174,8 @@ def main(argv: Sequence[str]) -> None:
   rng = np.random.default_rng(_SEED.value)
   batches = (1, 256) if _QUICK.value else (1, 256, 4096)
   sizes = (8, 64, 512) if _QUICK.value else (8, 64, 512, 4096)
+  batches = [int(b) for b in _BATCHES.value] or batches
+  sizes = [int(n) for n in _SIZES.value] or sizes
   print(f"jax {jax.__version__} on {jax.devices()[0].platform} "
         f"({jax.devices()[0].device_kind}); times in microseconds, median of "
         f"{_REPEATS.value}\n")
@@ -180,7 +185,8 @@ def main(argv: Sequence[str]) -> None:
   for name in _TRANSFORMS.value:
     for batch in batches:
       for n in sizes:
-        for k in sorted({1, 4, 8, n // 2} & set(range(1, n + 1))):
+        ks = {int(k) for k in _KS.value} or {1, 4, 8, n // 2}
+        for k in sorted(ks & set(range(1, n + 1))):
           r = rng.random((batch, n)).astype(np.float32)
           lr = (0.1 * rng.standard_normal((batch, n))).astype(np.float32)
           t_jax = None

@@ -54,3 +54,14 @@ def test_estimators_and_gradients_identical_on_both_paths(sort_path):
 def _reference(row, k, baseline):
   import enumeration  # pylint: disable=import-outside-toplevel
   return enumeration.advantages(row, k, baseline)
+
+
+def test_chunked_pairwise_path_matches_numpy():
+  """[3, 111, 64] has 333 rows: more than one 256-row chunk, with padding."""
+  rng = np.random.default_rng(0)
+  x = rng.integers(0, 10, size=(3, 111, 64)).astype(np.float32)
+  x[1, 5, 7] = np.nan
+  assert sorting._use_pairwise(x.shape)  # pylint: disable=protected-access
+  xs, perm = jax.jit(sorting.sort_last)(jnp.asarray(x))
+  np.testing.assert_array_equal(perm, np.argsort(x, axis=-1, kind="stable"))
+  np.testing.assert_array_equal(sorting.unsort_last(xs, perm), x)
