@@ -44,7 +44,7 @@ def check_option(value, name: str, valid: Sequence[str]) -> str:
 
 
 def as_float_array(x, name: str, *, min_ndim: int = 1) -> jax.Array:
-  """Converts ``x`` to a floating JAX array (float32 unless already floating)."""
+  """Converts ``x`` to a floating JAX array (the default float dtype unless already floating)."""
   try:
     arr = jnp.asarray(x)
   except TypeError as e:
@@ -54,7 +54,7 @@ def as_float_array(x, name: str, *, min_ndim: int = 1) -> jax.Array:
         f"{name} must have at least {min_ndim} dimension(s) with the sample axis last;"
         f" got shape {arr.shape}.")
   if not jnp.issubdtype(arr.dtype, jnp.floating):
-    arr = arr.astype(jnp.float32)
+    arr = arr.astype(jnp.result_type(float))  # float32, or float64 under jax_enable_x64
   return arr
 
 

@@ -46,7 +46,7 @@ def validate_correct(correct: ArrayLike, k: int):
     raise ValueError(f"correct must have the sample axis last; got shape {correct.shape}.")
   n = correct.shape[-1]
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
-  dtype = correct.dtype if jnp.issubdtype(correct.dtype, jnp.floating) else jnp.float32
+  dtype = correct.dtype if jnp.issubdtype(correct.dtype, jnp.floating) else jnp.result_type(float)
   values = correct.astype(dtype)
   if checks.is_concrete(values):
     v = np.asarray(values)
