@@ -224,3 +224,22 @@ def test_float32_large_n_stays_finite_and_accurate(n):
           np.testing.assert_allclose(a.sum(-1), k * np.asarray(maxk.max_at_k(r, k)), rtol=1e-4)
     if k >= 2:  # loo−1 is non-negative: max_I r ≥ max_{I∖i} r.
       assert np.min(np.asarray(maxk.max_at_k_advantages(r, k))) > -1e-6
+
+
+@pytest.mark.parametrize("n", [64, 1024, 4096])
+def test_float32_matches_float64_reference(n):
+  """Every unbiased transform within 2e-6 · max|a| (mean_std 5e-5) of a float64 NumPy
+  evaluation of the same formulas (the benchmark's per-group reference), for k in
+  {1, 2, n/4, n/2, n-1, n}."""
+  from benchmarks import estimators as reference  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(n + 1)
+  r32 = rng.random((2, n)).astype(np.float32)
+  r64 = r32.astype(np.float64)
+  for k in sorted({1, 2, n // 4, n // 2, n - 1, n}):
+    for baseline in BASELINES:
+      got = np.asarray(maxk.max_at_k_advantages(r32, k, baseline=baseline), np.float64)
+      want = reference._numpy_loop(r64, r64, k, baseline)  # pylint: disable=protected-access
+      scale = np.abs(want).max()
+      # z-scoring an almost constant S (k near n) amplifies rounding by 1/std(S).
+      rtol = 5e-5 if baseline == "mean_std" else 2e-6
+      assert np.abs(got - want).max() <= rtol * scale, (k, baseline)

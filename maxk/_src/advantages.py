@@ -146,8 +146,9 @@ def max_at_k_advantages(rewards: ArrayLike, k: int, *,
   y_i.  For n == k, ``"loo"`` and ``"loo_centered"`` have no leave-one-out estimate
   and equal ``"none"`` (as PKPO Listing 1); for k == 1, ``"loo_minus_one"`` equals
   ``"loo_centered"``.  ``"loo_centered"`` and ``"loo_minus_one"`` are invariant to
-  adding a constant to the rewards, and are computed on group-mean-centred rewards
-  for accuracy (a constant group gives exactly 0).
+  adding a constant to the rewards, and are computed on rewards measured from the
+  group maximum for accuracy (a constant group gives exactly 0, and r_max − r_second
+  at k = n is exact).
 
   Cost: one sort and two cumulative sums with static float64 coefficients,
   O(n log n) per group; accurate in float32 for any n and k <= n.
@@ -191,8 +192,17 @@ def _max_at_k_advantages(rewards: jax.Array, k: int, baseline: str) -> jax.Array
     s = apply_sorted_transform(r_sorted, transform_coefficients(n, k, "none"))
     s = s - s[..., -1:]
     a_sorted = zscore(s, eps=_STD_EPS)
-  else:
-    if kind in ("loo_centered", "loo_minus_one"):
-      r_sorted = r_sorted - _finite_or_zero(jnp.mean(r_sorted, axis=-1, keepdims=True))
+  elif kind == "none":
     a_sorted = apply_sorted_transform(r_sorted, transform_coefficients(n, k, kind))
+  else:
+    # The leave-one-out transforms are small differences of long sums, so they are
+    # evaluated on rewards measured from the group's maximum c: by Sterbenz's lemma
+    # the differences of the top rewards (which carry the largest weights) are
+    # exact, and a constant group gives exactly 0.  Shifting r by c shifts every
+    # a_i by the same c·(k/n − k/(n−1)) for "loo" (and by 0 for the other two),
+    # which is added back.
+    shift = _finite_or_zero(r_sorted[..., -1:])
+    a_sorted = apply_sorted_transform(r_sorted - shift, transform_coefficients(n, k, kind))
+    if kind == "loo":
+      a_sorted = a_sorted + shift * (k / n - k / (n - 1))
   return sorting.unsort_last(a_sorted, perm)
