@@ -108,10 +108,7 @@ def main(argv):
       max_parallel=_MAX_PARALLEL.value, port=_PORT.value, setup=_flags.SETUP.value,
       python=_flags.PYTHON.value)
   path = _flags.SCRIPT.value or os.path.join(out_root, "sweep.sbatch")
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  with open(path, "w") as f:
-    f.write(script)
-  os.chmod(path, 0o755)
+  sweep_lib.write_script(path, script)
   sweep_lib.write_manifest(runs, out_root)
   print(f"Wrote {path} ({len(runs)} array tasks).")
   if _SUBMIT.value:

@@ -175,6 +175,15 @@ def expand_many(specs: Sequence[str], *, out_root: str, binary: str | None = Non
   return runs
 
 
+def write_script(path: str, script: str) -> str:
+  """Writes ``script`` to ``path`` (creating its folder) as an executable file."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path, "w") as f:
+    f.write(script)
+  os.chmod(path, 0o755)
+  return path
+
+
 def write_manifest(runs: Sequence[Run], out_root: str,
                    statuses: Mapping[str, tuple[str, float]] | None = None) -> str:
   """Writes ``out_root/runs.json`` (name, binary, out_dir, params, command[, status])."""

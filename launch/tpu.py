@@ -84,10 +84,7 @@ def main(argv):
                        repo_dir=_flags.REPO_DIR.value or "~/maxk", setup=_flags.SETUP.value, python=_flags.PYTHON.value,
                        fetch_to=_FETCH_TO.value)
   path = _flags.SCRIPT.value or os.path.join(_FETCH_TO.value or ".", "tpu_sweep.sh")
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  with open(path, "w") as f:
-    f.write(script)
-  os.chmod(path, 0o755)
+  sweep_lib.write_script(path, script)
   print(f"Wrote {path} ({len(runs)} runs on {_TPU_NAME.value}, all workers).")
   if _EXECUTE.value:
     subprocess.run(["bash", path], check=True)

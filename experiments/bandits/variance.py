@@ -229,11 +229,10 @@ def _select(rows, **where):
   return [r for r in rows if all(r[key] == value for key, value in where.items())]
 
 
-def plot_variance(rows: Sequence[dict[str, Any]], policy: str, path: str) -> None:
-  """Variance vs n per estimator, log-log, one column per k (PKPO Fig. 4).
+def _figure(rows: Sequence[dict[str, Any]], policy: str):
+  """The common set-up of the per-policy figures: a 2 x len(ks) grid of axes.
 
-  The bottom row shows ``variance / |mean|^2``, which is comparable across
-  estimators whose advantages are on different scales (GRPO, Pass@k Training).
+  Returns (pyplot, the policy's rows, ks, estimator names present, styles, fig, axes).
   """
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
@@ -243,6 +242,16 @@ def plot_variance(rows: Sequence[dict[str, Any]], policy: str, path: str) -> Non
   names = [n for n in estimators_lib.ESTIMATOR_NAMES if _select(rows, estimator=n)]
   style = _style(names)
   fig, axes = plt.subplots(2, len(ks), figsize=(4.5 * len(ks) + 2.5, 7.5), squeeze=False)
+  return plt, rows, ks, names, style, fig, axes
+
+
+def plot_variance(rows: Sequence[dict[str, Any]], policy: str, path: str) -> None:
+  """Variance vs n per estimator, log-log, one column per k (PKPO Fig. 4).
+
+  The bottom row shows ``variance / |mean|^2``, which is comparable across
+  estimators whose advantages are on different scales (GRPO, Pass@k Training).
+  """
+  plt, rows, ks, names, style, fig, axes = _figure(rows, policy)
   for c, k in enumerate(ks):
     for row_idx, (column, label) in enumerate(
         [("variance", "variance (sum over coords)"),
@@ -279,14 +288,7 @@ def plot_bias(rows: Sequence[dict[str, Any]], policy: str, path: str) -> None:
   be within a few standard errors of 0). Bottom row: every estimator (symlog axis).
   For vector gradients the bias is the norm of the bias vector (hence >= 0).
   """
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  rows = _select(rows, policy=policy)
-  ks = sorted({r["k"] for r in rows})
-  names = [n for n in estimators_lib.ESTIMATOR_NAMES if _select(rows, estimator=n)]
-  style = _style(names)
-  fig, axes = plt.subplots(2, len(ks), figsize=(4.5 * len(ks) + 2.5, 7.5), squeeze=False)
+  plt, rows, ks, names, style, fig, axes = _figure(rows, policy)
   for c, k in enumerate(ks):
     for row_idx, only_unbiased in enumerate([True, False]):
       ax = axes[row_idx, c]
