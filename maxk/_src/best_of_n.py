@@ -64,6 +64,7 @@ from jax import lax
 from jax.typing import ArrayLike
 
 from maxk._src import checks
+from maxk._src import sorting
 
 # ----------------------------------------------------------------------------
 # Validation and batching helpers.
@@ -161,8 +162,7 @@ class _Classes(NamedTuple):
 def _tie_classes(p: jax.Array, r: jax.Array) -> _Classes:
   """Sorts one row by reward and computes its tie-class CDFs.  O(L log L)."""
   size = p.shape[0]
-  _, perm = lax.sort((r, lax.iota(jnp.int32, size)), num_keys=1)
-  p_s, r_s = p[perm], r[perm]
+  r_s, p_s, perm = sorting.sort_last(r, p)
   new_class = jnp.concatenate([jnp.ones((1,), bool), r_s[1:] != r_s[:-1]])
   cid = jnp.cumsum(new_class.astype(jnp.int32)) - 1
   mass = jax.ops.segment_sum(p_s, cid, num_segments=size, indices_are_sorted=True)
@@ -171,10 +171,6 @@ def _tie_classes(p: jax.Array, r: jax.Array) -> _Classes:
   at_least = lax.cumsum(mass, reverse=True)     # P(r >= r_class).
   above = jnp.concatenate([at_least[1:], jnp.zeros((1,), p.dtype)])
   return _Classes(perm, p_s, r_s, mass[cid], upper[cid], lower[cid], above[cid])
-
-
-def _unsort(x_sorted: jax.Array, perm: jax.Array) -> jax.Array:
-  return jnp.zeros_like(x_sorted).at[perm].set(x_sorted, unique_indices=True)
 
 
 def _log_cdf(F: jax.Array, S: jax.Array) -> jax.Array:
@@ -228,7 +224,7 @@ def _prepare(probs: ArrayLike, rewards: ArrayLike):
 
 def _pmf_row(n, p, r):
   k = _tie_classes(p, r)
-  return _unsort(_bon_sorted(k, n)[0], k.perm)
+  return sorting.unsort_last(_bon_sorted(k, n)[0], k.perm)
 
 
 def _kl_row(n, p, r):
