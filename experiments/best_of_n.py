@@ -10,8 +10,9 @@ Reproduces the paper's numerical study with the exact best-of-n functions of
   log(n) - (n-1)/n (an upper bound, as the paper's abstract states), the exact
   expectation of the estimator d_n under pi_n, and a Monte Carlo estimate of d_n from
   ``--num_mc_draws`` best-of-n draws with its standard error.
-* The KL gap with its upper bound 2n(n-1)exp(-H_2) (Thm 3.4 of v3 per a secondary
-  summary; not checked against the paper text) and the lower bound
+* The KL gap with its upper bound 2n(n-1)exp(-H_2) (proved in
+  ``maxk.bon_kl_gap_bound``; Thm 3.4 of v3 per a secondary summary, an attribution
+  not checked against the paper text) and the lower bound
   log(n eps_inf) - (n-1)/n proved in ``maxk.bon_kl_gap_lower_bound``.
 * Win rate vs KL for best-of-n and rewind-and-repeat (Sec. 6, without a try limit
   and with each ``--rr_max_tries``) on the same references, with the curve

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import integrate
 
 from maxk._src import best_of_n as bon
 
@@ -241,6 +242,62 @@ def test_win_rate_gap_closed_form_at_n2(case):
   np.testing.assert_allclose(gap, np.sum(mass**3) / 6, atol=2e-7)
   np.testing.assert_allclose(float(bon.bon_win_rate_gap_bound(p, r, 2)),
                              np.sum(mass**2) / 2, rtol=1e-5)
+
+
+def _class_gap_terms(mass, n):
+  """Per-class terms of the KL and win-rate gaps by quadrature (float64).
+
+  The coupling in the proofs of bon_kl_gap_bound / bon_win_rate_gap_bound: class i
+  is the interval [a, b] = [F_(i-1), F_i] of [0, 1]; M = max of n uniforms has
+  density phi(u) = n u^(n-1).  KL term: (b^n - a^n) KL(phi / (b^n - a^n) || 1/p)
+  on [a, b]; win-rate term: integral_a^b phi(u) (u - (a + b)/2) du.
+  """
+  upper = np.cumsum(mass)
+  upper[-1] = 1.0
+  lower = np.concatenate([[0.0], upper[:-1]])
+  kl_terms, win_terms = [], []
+  for a, b in zip(lower, upper):
+    p = b - a
+    if p <= 0:
+      continue
+    log_mass = n * math.log(b) + math.log(-math.expm1(n * math.log(a / b))) if a > 0 \
+        else n * math.log(b)                                   # log(b^n - a^n).
+    def kl_integrand(u):
+      if u <= 0:
+        return 0.0
+      log_phi = math.log(n) + (n - 1) * math.log(u)
+      return math.exp(log_phi) * (log_phi + math.log(p) - log_mass)
+    def win_integrand(u):
+      return n * u ** (n - 1) * (u - 0.5 * (a + b)) if u > 0 else 0.0
+    opts = dict(epsabs=1e-13, epsrel=1e-11, limit=200)
+    kl_terms.append((integrate.quad(kl_integrand, a, b, **opts)[0], p))
+    win_terms.append((integrate.quad(win_integrand, a, b, **opts)[0], p))
+  return np.array(kl_terms), np.array(win_terms)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 50, 400])
+@pytest.mark.parametrize("seed", range(4))
+def test_gap_bounds_proof_per_class(n, seed):
+  # The proofs in the docstrings: gap = sum of per-class terms, each KL term in
+  # [0, 2 n (n-1) p_i^2] and each win-rate term in [0, n p_i^2 / 8].
+  rng = np.random.default_rng(seed)
+  size = 12
+  p = rng.dirichlet(np.full(size, [0.1, 0.5, 2.0, 20.0][seed]))
+  r = rng.integers(0, 9, size=size).astype(np.float64)          # Ties.
+  _, inverse = np.unique(r, return_inverse=True)
+  mass = np.bincount(inverse, weights=p)
+  pmf, kl = _reference_bon(p, r, n)
+  kl_terms, win_terms = _class_gap_terms(mass, n)
+  np.testing.assert_allclose(kl_terms[:, 0].sum(), _bound(n) - kl, rtol=1e-8, atol=1e-10)
+  np.testing.assert_allclose(win_terms[:, 0].sum(),
+                             n / (n + 1) - _win_rate_np(pmf, p, r), rtol=1e-8, atol=1e-10)
+  for (kl_term, p_i), (win_term, _) in zip(kl_terms, win_terms):
+    assert -1e-12 <= kl_term <= 2 * n * (n - 1) * p_i**2 + 1e-12
+    assert -1e-12 <= win_term <= n * p_i**2 / 8 + 1e-12
+  # And the library's bounds dominate the summed terms.
+  p32, r32 = p.astype(np.float32), r.astype(np.float32)
+  assert kl_terms[:, 0].sum() <= float(bon.bon_kl_gap_bound(p32, r32, n)) * (1 + 1e-5) + 1e-12
+  assert win_terms[:, 0].sum() <= float(bon.bon_win_rate_gap_bound(p32, r32, n)) * (1 + 1e-5) + 1e-12
 
 
 @hypothesis.settings(max_examples=40, deadline=None, derandomize=True)
