@@ -91,6 +91,9 @@ _CASES = [
     (np.array([0.6, 0.4], np.float32), np.array([5.0, 5.0])),
     (np.array([0.7, 0.0, 0.3], np.float32), np.array([0.0, 9.0, 1.0])),
     (np.array([1.0], np.float32), np.array([3.0])),
+    # Zero probability on the lowest reward (x = c/F = 1 exactly for the next class).
+    (np.array([0.6, 0.0, 0.4], np.float32), np.array([1.0, -1.0, 2.0])),
+    (np.array([0.3, 0.0, 0.7, 0.0], np.float32), np.array([1.0, 0.0, 1.0, 0.0])),
 ]
 
 # ----------------------------------------------------------------------------
@@ -442,7 +445,7 @@ def _normalized_max_at_k_np(p, r, k):
   return _enumerate_max_at_k(np.asarray(p) / np.sum(p), r, k)
 
 
-@pytest.mark.parametrize("case", [1, 2, 4])
+@pytest.mark.parametrize("case", [1, 2, 4, 6, 7])
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_max_at_k_exact_grad_equals_finite_differences(case, k):
   p, r = _CASES[case]
@@ -457,6 +460,30 @@ def test_max_at_k_exact_grad_equals_finite_differences(case, k):
     # Forward difference keeps probabilities non-negative (zeros, ties included).
     fd[i] = (_normalized_max_at_k_np(p64 + e, r, k) - _normalized_max_at_k_np(p64, r, k)) / h
   np.testing.assert_allclose(grad, fd, atol=2e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("case", [2, 4, 6, 7])
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_bon_pmf_and_win_rate_grads_equal_finite_differences(case, n):
+  # Zero probabilities at the bottom, top and inside tie classes: the forward
+  # difference into the simplex is the derivative a policy gradient needs.
+  p, r = _CASES[case]
+  jac = np.asarray(jax.jacobian(lambda a: bon.bon_pmf(a, r, n))(jnp.asarray(p)))
+  g_wr = np.asarray(jax.grad(lambda a: bon.bon_win_rate(a, r, n))(jnp.asarray(p)))
+  h = 1e-6
+  p64 = p.astype(np.float64)
+
+  def pmf_np(q):
+    return _enumerate_bon(q / q.sum(), r, n)
+
+  for i in range(len(p)):
+    e = np.zeros_like(p64)
+    e[i] = h
+    fd = (pmf_np(p64 + e) - pmf_np(p64)) / h
+    np.testing.assert_allclose(jac[:, i], fd, atol=2e-4, rtol=1e-3)
+    fd_wr = (_win_rate_np(pmf_np(p64 + e), (p64 + e) / (p64 + e).sum(), r) -
+             _win_rate_np(pmf_np(p64), p64 / p64.sum(), r)) / h
+    np.testing.assert_allclose(g_wr[i], fd_wr, atol=2e-4, rtol=1e-3)
 
 
 def test_max_at_k_exact_policy_gradient_through_softmax():

@@ -207,7 +207,11 @@ def _bon_sorted(k: _Classes, n):
   log_ratio is valid where p > 0 and 0 elsewhere.
   """
   log_f = _log_cdf(k.F, k.S)
-  x = jnp.clip(k.c / jnp.where(k.F > 0, k.F, 1.0), 0.0, 1.0)
+  # x = c/F is in [0, 1] up to rounding.  Cap rounding above 1 without touching the
+  # gradient: jnp.clip/minimum would halve it where x == 1 exactly (the lowest class
+  # of positive mass when every lower class has pi = 0).
+  x = k.c / jnp.where(k.F > 0, k.F, 1.0)
+  x = x - lax.stop_gradient(jnp.maximum(x - 1.0, 0.0))
   h = _h(x, n)
   # F^(n-1); where F = 0 (a zero-probability bottom class) it is 0, or 1 if n = 1.
   f_pow = jnp.where(k.F > 0, jnp.exp((n - 1) * log_f), jnp.where(n == 1, 1.0, 0.0))
