@@ -158,8 +158,13 @@ def test_jit_vmap_and_group_isolation():
   r_bad = r.copy()
   r_bad[3, 0] = np.nan
   out = np.asarray(kl8(p_bad, r_bad, 8))
-  assert np.isnan(out[1])
+  assert np.isnan(out[1]) and np.isnan(out[3])      # A NaN reward poisons its row.
   np.testing.assert_allclose(out[[0, 2]], eager[[0, 2]], rtol=1e-6)
+  rr = np.asarray(jax.jit(bon.rewind_repeat_pmf)(p, r_bad, np.array([0.0, np.nan, 0.0, 0.0],
+                                                                      np.float32)))
+  assert np.all(np.isnan(rr[[1, 3]]))
+  np.testing.assert_allclose(rr[[0, 2]], np.asarray(bon.rewind_repeat_pmf(p, r, 0.0))[[0, 2]],
+                             rtol=1e-6)
   # Under jit probs are divided by their sum.
   pmf_scaled = jax.jit(bon.bon_pmf, static_argnums=2)(3.0 * p, r, 8)
   np.testing.assert_allclose(pmf_scaled, bon.bon_pmf(p, r, 8), rtol=1e-5, atol=1e-7)
@@ -597,6 +602,8 @@ def test_bad_input_raises(fn):
     fn(np.array([np.nan, 0.1, 0.3, 0.2], np.float32), r, 2)
   with pytest.raises(ValueError, match="shape"):
     fn(_P4, r[:3], 2)
+  with pytest.raises(ValueError, match="rewards must not contain NaN"):
+    fn(_P4, np.array([0.0, np.nan, 2.0, 3.0], np.float32), 2)
   for bad in (0, -3, 2.0, True, None):
     with pytest.raises(ValueError, match="n=|k="):
       fn(_P4, r, bad)
@@ -619,6 +626,10 @@ def test_bad_input_raises_other_functions():
     bon.rewind_repeat_pmf(p, r, 1.0, max_tries=0)
   with pytest.raises(ValueError, match="threshold"):
     bon.rewind_repeat_pmf(np.stack([p, p]), np.stack([r, r]), [1.0, 2.0, 3.0])
+  with pytest.raises(ValueError, match="threshold must not be NaN"):
+    bon.rewind_repeat_pmf(p, r, np.nan)
+  with pytest.raises(ValueError, match="rewards must not contain NaN"):
+    bon.win_rate(p, p, np.array([0.0, np.nan, 1.0, 2.0]))
   with pytest.raises(ValueError, match="shape"):
     bon.kl_divergence(p, p[:3])
   with pytest.raises(ValueError, match="sum to 1"):

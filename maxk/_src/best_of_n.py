@@ -45,10 +45,13 @@ relative accuracy even for n = 10^4 and L = 10^6 (no F^n - F-^n cancellation, no
 distribution, O(L log L); no L x L arrays.
 
 Inputs.  ``probs`` are validated when called eagerly (finite, non-negative,
-summing to 1 within float tolerance; ``ValueError`` otherwise).  Under ``jit`` or
-``vmap`` values cannot be checked: every function divides ``probs`` by its sum, so
-any positive scale gives the normalized answer, and negative or non-finite entries
-give meaningless (typically NaN) outputs for that distribution only.  Static
+summing to 1 within float tolerance; ``ValueError`` otherwise), and so are
+``rewards`` and ``threshold`` (no NaN; +-inf rewards are allowed, only their order
+matters to the PMF).  Under ``jit`` or ``vmap`` values cannot be checked: every
+function divides ``probs`` by its sum, so any positive scale gives the normalized
+answer; negative or non-finite probabilities give meaningless (typically NaN)
+outputs for that distribution only, and a NaN reward or threshold makes that
+distribution's outputs NaN.  Static
 integers (``n``, ``k``, ``max_tries``) are always validated.
 """
 
@@ -119,7 +122,15 @@ def _check_rewards(rewards: ArrayLike, probs: jax.Array,
                    probs_name: str = "probs") -> jax.Array:
   r = checks.as_float_array(rewards, "rewards")
   checks.check_same_shape(probs, probs_name, r, "rewards")
+  _check_not_nan(r, "rewards")
   return r
+
+
+def _check_not_nan(arr: jax.Array, name: str) -> None:
+  """Eagerly rejects NaN (it has no place in the reward order; +-inf does)."""
+  if checks.is_concrete(arr) and arr.size and np.any(np.isnan(np.asarray(arr))):
+    raise ValueError(f"{name} must not contain NaN: rewards define the order of the "
+                     "outcomes (+-inf is allowed).")
 
 
 def _common_dtype(*arrays: jax.Array):
@@ -164,6 +175,8 @@ class _Classes(NamedTuple):
 def _tie_classes(p: jax.Array, r: jax.Array) -> _Classes:
   """Sorts one row by reward and computes its tie-class CDFs.  O(L log L)."""
   size = p.shape[0]
+  # A NaN reward (possible only under jit) has no order: the whole row becomes NaN.
+  p = jnp.where(jnp.any(jnp.isnan(r)), jnp.nan, p)
   r_s, p_s, perm = sorting.sort_last(r, p)
   new_class = jnp.concatenate([jnp.ones((1,), bool), r_s[1:] != r_s[:-1]])
   cid = jnp.cumsum(new_class.astype(jnp.int32)) - 1
@@ -297,8 +310,9 @@ def bon_pmf(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.Array:
 
   Raises:
     ValueError: if ``n`` is not an int >= 1, the shapes differ, or (eagerly only)
-      ``probs`` is not a probability vector.  Under ``jit`` ``probs`` is divided by
-      its sum and not otherwise checked.
+      ``probs`` is not a probability vector or ``rewards`` holds a NaN.  Under
+      ``jit`` ``probs`` is divided by its sum and not otherwise checked, and a NaN
+      reward makes its row NaN.
   """
   n = checks.check_int(n, "n", low=1)
   p, r = _prepare(probs, rewards)
@@ -476,7 +490,8 @@ def win_rate(q: ArrayLike, p: ArrayLike, rewards: ArrayLike) -> jax.Array:
 
   Raises:
     ValueError: if shapes differ or (eagerly only) q or p is not a probability
-      vector; under ``jit`` p is divided by its sum, q is used as given.
+      vector or ``rewards`` holds a NaN; under ``jit`` p is divided by its sum, q
+      is used as given, and a NaN reward makes its row NaN.
   """
   q = _as_distribution(q, "q")
   p = _as_distribution(p, "p")
@@ -735,7 +750,8 @@ def rewind_repeat_pmf(probs: ArrayLike, rewards: ArrayLike, threshold: ArrayLike
   Raises:
     ValueError: if ``max_tries`` is not None or an int >= 1, shapes differ or
       ``threshold`` does not broadcast, or (eagerly only) ``probs`` is not a
-      probability vector.
+      probability vector or ``rewards`` or ``threshold`` holds a NaN (under
+      ``jit`` such a row comes out NaN).
   """
   if max_tries is not None:
     max_tries = checks.check_int(max_tries, "max_tries", low=1)
@@ -746,6 +762,15 @@ def rewind_repeat_pmf(probs: ArrayLike, rewards: ArrayLike, threshold: ArrayLike
   except ValueError as e:
     raise ValueError(f"threshold shape {t.shape} must broadcast to the batch shape "
                      f"{p.shape[:-1]} of probs.") from e
+  if checks.is_concrete(t) and t.size and np.any(np.isnan(np.asarray(t))):
+    raise ValueError("threshold must not be NaN.")
+  # Under jit a NaN threshold or reward makes that row NaN.
+  bad = jnp.isnan(t)[..., None] | jnp.any(jnp.isnan(r), -1, keepdims=True)
+  return jnp.where(bad, jnp.nan, _rewind_repeat(p, r, t, max_tries))
+
+
+def _rewind_repeat(p: jax.Array, r: jax.Array, t: jax.Array,
+                   max_tries: int | None) -> jax.Array:
   accept = r >= t[..., None]
   p_acc = jnp.sum(jnp.where(accept, p, 0.0), axis=-1, keepdims=True)
   p_rej = jnp.sum(jnp.where(accept, 0.0, p), axis=-1, keepdims=True)
