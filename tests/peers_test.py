@@ -24,6 +24,32 @@ def test_grpo_matches_definition():
   assert np.all(np.isfinite(g))
 
 
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 16, 33])
+def test_grpo_and_rloo_constant_groups_are_exactly_zero(n):
+  # A float32 mean of n equal values need not equal them (0.7 with n = 8 was off by
+  # an ulp, which the (std + eps) division blew up to 0.056); a constant group has
+  # r - mean = 0 and must give exactly 0, for any value and any shift.
+  values = np.array([0.1, 0.7, 1.1, 3.3, -2.9, 1e6 + 0.3, 1e-6], np.float32)
+  r = np.repeat(values[:, None], n, axis=1)
+  np.testing.assert_array_equal(maxk.grpo_advantages(r), 0)
+  np.testing.assert_array_equal(maxk.rloo_advantages(r), 0)
+  np.testing.assert_array_equal(maxk.max_at_k_advantages(r, 1, baseline="mean_std"), 0)
+
+
+def test_grpo_and_rloo_accurate_under_a_large_common_offset():
+  rng = np.random.default_rng(11)
+  r = (1e6 + rng.standard_normal((64, 8))).astype(np.float32)
+  r64 = r.astype(np.float64)                               # The float32 values, exactly.
+  d = r64 - r64.mean(-1, keepdims=True)
+  np.testing.assert_allclose(maxk.rloo_advantages(r), d * 8 / 7, rtol=0, atol=1e-6)
+  np.testing.assert_allclose(maxk.grpo_advantages(r), d / (r64.std(-1, keepdims=True) + 1e-6),
+                             rtol=0, atol=1e-5)
+  # Exactly representable answer: [-0.6875, 0.6875] (was [-0.625, 0.75]).
+  np.testing.assert_array_equal(
+      maxk.rloo_advantages(np.array([1000000.1875, 1000000.875], np.float32)),
+      [-0.6875, 0.6875])
+
+
 @pytest.mark.parametrize("n", range(2, 9))
 def test_rloo_and_max_minus_second_match_enumeration(n):
   rng = np.random.default_rng(n)

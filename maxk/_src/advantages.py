@@ -28,6 +28,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax.typing import ArrayLike
 
 from maxk._src import checks
@@ -113,12 +114,27 @@ def _finite_or_zero(x: jax.Array) -> jax.Array:
   return jnp.where(jnp.isfinite(x), x, 0)
 
 
+def from_group_max(x: jax.Array) -> jax.Array:
+  """x measured from its group's (finite) maximum, for shift-invariant functions.
+
+  Differences of nearby values are then exact (Sterbenz), so a constant group
+  becomes exactly 0 (a float32 mean of equal values need not equal them) and a
+  large common offset does not swamp the differences.  The shift carries no
+  gradient: only use it where the result does not depend on it.
+  """
+  top = jnp.max(x, axis=-1, keepdims=True)
+  return x - lax.stop_gradient(_finite_or_zero(top))
+
+
 def zscore(x: jax.Array, *, eps: float) -> jax.Array:
   """(x − mean) / (std + eps) over the last axis, population std.
 
-  The std's gradient is taken as 0 where the group is constant (instead of the
-  NaN that d sqrt(v)/dv = ∞ times 0 would give), so ``jax.grad`` stays finite.
+  Computed on x measured from its group maximum (:func:`from_group_max`), so a
+  constant group gives exactly 0.  The std's gradient is taken as 0 where the
+  group is constant (instead of the NaN that d sqrt(v)/dv = ∞ times 0 would
+  give), so ``jax.grad`` stays finite.
   """
+  x = from_group_max(x)
   centred = x - jnp.mean(x, axis=-1, keepdims=True)
   var = jnp.mean(jnp.square(centred), axis=-1, keepdims=True)
   positive = var > 0
@@ -186,11 +202,10 @@ def _max_at_k_advantages(rewards: jax.Array, k: int, baseline: str) -> jax.Array
     kind = "none"
   if kind == "mean_std":
     # z-scoring is shift invariant, and shifting r by c shifts every S(i) by c·k/n.
-    # Measuring r and S from their top entries makes a constant group's S exactly
-    # equal (a float32 mean of equal values need not equal them), so it maps to 0.
+    # Measuring r from its top entry makes a constant group's S exactly 0 (zscore
+    # then measures S from its maximum in the same way), so it maps to 0.
     r_sorted = r_sorted - _finite_or_zero(r_sorted[..., -1:])
     s = apply_sorted_transform(r_sorted, transform_coefficients(n, k, "none"))
-    s = s - s[..., -1:]
     a_sorted = zscore(s, eps=_STD_EPS)
   elif kind == "none":
     a_sorted = apply_sorted_transform(r_sorted, transform_coefficients(n, k, kind))

@@ -31,8 +31,9 @@ def grpo_advantages(rewards: ArrayLike, *, eps: float = 1e-6) -> jax.Array:
   """GRPO advantages (r_i − mean(r)) / (std(r) + eps) within each group.
 
   Shao et al. 2024 (DeepSeekMath), outcome supervision.  ``std`` is the population
-  standard deviation (ddof = 0); a constant group gets all zeros (and a finite,
-  zero gradient through the std).
+  standard deviation (ddof = 0); a constant group gets exactly zero (and a finite,
+  zero gradient through the std).  Computed on rewards measured from the group
+  maximum, so a large common offset (say 1e6 + noise) keeps float32 accuracy.
 
   Args:
     rewards: ``[..., n]`` rewards, samples on the last axis.
@@ -71,6 +72,9 @@ def rloo_advantages(rewards: ArrayLike) -> jax.Array:
 @jax.jit
 def _rloo(rewards: jax.Array) -> jax.Array:
   n = rewards.shape[-1]
+  # Shift invariant: measured from the group maximum, a constant group gives exactly
+  # 0 and a large common offset keeps the differences exact.
+  rewards = advantages.from_group_max(rewards)
   total = jnp.sum(rewards, axis=-1, keepdims=True)
   return rewards - (total - rewards) / (n - 1)
 
