@@ -626,7 +626,7 @@ def test_bad_input_raises_other_functions():
     bon.rewind_repeat_pmf(p, r, 1.0, max_tries=0)
   with pytest.raises(ValueError, match="threshold"):
     bon.rewind_repeat_pmf(np.stack([p, p]), np.stack([r, r]), [1.0, 2.0, 3.0])
-  with pytest.raises(ValueError, match="threshold must not be NaN"):
+  with pytest.raises(ValueError, match="threshold must not contain NaN"):
     bon.rewind_repeat_pmf(p, r, np.nan)
   with pytest.raises(ValueError, match="rewards must not contain NaN"):
     bon.win_rate(p, p, np.array([0.0, np.nan, 1.0, 2.0]))

@@ -203,7 +203,10 @@ def _max_at_k_advantages(rewards: jax.Array, k: int, baseline: str) -> jax.Array
   if kind == "mean_std":
     # z-scoring is shift invariant, and shifting r by c shifts every S(i) by c·k/n.
     # Measuring r from its top entry makes a constant group's S exactly 0 (zscore
-    # then measures S from its maximum in the same way), so it maps to 0.
+    # then measures S from its maximum in the same way), so it maps to 0.  This
+    # shift keeps its gradient: at k = n, S is the group maximum for every i, and
+    # only with it does the gradient cancel exactly instead of leaving rounding
+    # noise for the 1/eps of a zero std to amplify.
     r_sorted = r_sorted - _finite_or_zero(r_sorted[..., -1:])
     s = apply_sorted_transform(r_sorted, transform_coefficients(n, k, "none"))
     a_sorted = zscore(s, eps=_STD_EPS)

@@ -127,10 +127,9 @@ def _check_rewards(rewards: ArrayLike, probs: jax.Array,
 
 
 def _check_not_nan(arr: jax.Array, name: str) -> None:
-  """Eagerly rejects NaN (it has no place in the reward order; +-inf does)."""
+  """Eagerly rejects NaN, which has no place in the reward order (+-inf has)."""
   if checks.is_concrete(arr) and arr.size and np.any(np.isnan(np.asarray(arr))):
-    raise ValueError(f"{name} must not contain NaN: rewards define the order of the "
-                     "outcomes (+-inf is allowed).")
+    raise ValueError(f"{name} must not contain NaN (+-inf is allowed).")
 
 
 def _common_dtype(*arrays: jax.Array):
@@ -762,8 +761,7 @@ def rewind_repeat_pmf(probs: ArrayLike, rewards: ArrayLike, threshold: ArrayLike
   except ValueError as e:
     raise ValueError(f"threshold shape {t.shape} must broadcast to the batch shape "
                      f"{p.shape[:-1]} of probs.") from e
-  if checks.is_concrete(t) and t.size and np.any(np.isnan(np.asarray(t))):
-    raise ValueError("threshold must not be NaN.")
+  _check_not_nan(t, "threshold")
   # Under jit a NaN threshold or reward makes that row NaN.
   bad = jnp.isnan(t)[..., None] | jnp.any(jnp.isnan(r), -1, keepdims=True)
   return jnp.where(bad, jnp.nan, _rewind_repeat(p, r, t, max_tries))
