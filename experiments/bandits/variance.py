@@ -245,6 +245,15 @@ def _figure(rows: Sequence[dict[str, Any]], policy: str):
   return plt, rows, ks, names, style, fig, axes
 
 
+def _finish_figure(plt, fig, legend_ax, path: str) -> None:
+  """The common ending of the per-policy figures: legend on the right, save, close."""
+  handles, labels = legend_ax.get_legend_handles_labels()
+  fig.legend(handles, labels, loc="center right", fontsize=8)
+  fig.tight_layout(rect=(0, 0, 1 - 2.3 / fig.get_figwidth(), 1))
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+
+
 def plot_variance(rows: Sequence[dict[str, Any]], policy: str, path: str) -> None:
   """Variance vs n per estimator, log-log, one column per k (PKPO Fig. 4).
 
@@ -274,11 +283,7 @@ def plot_variance(rows: Sequence[dict[str, Any]], policy: str, path: str) -> Non
       ax.set_ylabel(label)
       ax.set_title(f"{policy}, k={k}")
       ax.grid(True, which="both", alpha=0.3)
-  handles, labels = axes[0, 0].get_legend_handles_labels()
-  fig.legend(handles, labels, loc="center right", fontsize=8)
-  fig.tight_layout(rect=(0, 0, 1 - 2.3 / fig.get_figwidth(), 1))
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
+  _finish_figure(plt, fig, axes[0, 0], path)
 
 
 def plot_bias(rows: Sequence[dict[str, Any]], policy: str, path: str) -> None:
@@ -314,8 +319,4 @@ def plot_bias(rows: Sequence[dict[str, Any]], policy: str, path: str) -> None:
       ax.set_title(f"{policy}, k={k}: "
                    + ("expected-unbiased estimators" if only_unbiased else "all estimators"))
       ax.grid(True, which="both", alpha=0.3)
-  handles, labels = axes[1, 0].get_legend_handles_labels()
-  fig.legend(handles, labels, loc="center right", fontsize=8)
-  fig.tight_layout(rect=(0, 0, 1 - 2.3 / fig.get_figwidth(), 1))
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
+  _finish_figure(plt, fig, axes[1, 0], path)
