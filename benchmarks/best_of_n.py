@@ -8,30 +8,33 @@ divided by L log2 L, which stays roughly flat for an O(L log L) algorithm.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import math
 import time
-from collections.abc import Sequence
 
-import jax
-import numpy as np
 from absl import app
 from absl import flags
+import jax
+import numpy as np
 
 from maxk._src import best_of_n
 
-_SIZES = flags.DEFINE_list("sizes", ["1000", "10000", "100000", "1000000"],
-                           "Numbers of outcomes L to time.")
+_SIZES = flags.DEFINE_list(
+  "sizes", ["1000", "10000", "100000", "1000000"], "Numbers of outcomes L to time."
+)
 _N = flags.DEFINE_integer("n", 10_000, "Best-of-n parameter n (static).")
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed calls per (function, L).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed for the random references.")
 _FUNCTIONS = flags.DEFINE_list(
-    "functions", ["bon_kl", "bon_pmf", "bon_win_rate", "max_at_k_exact"],
-    "Which maxk best-of-n functions to time.")
+  "functions",
+  ["bon_kl", "bon_pmf", "bon_win_rate", "max_at_k_exact"],
+  "Which maxk best-of-n functions to time.",
+)
 
 
 def _time_call(fn, *args, repeats: int) -> tuple[float, float]:
   start = time.perf_counter()
-  jax.block_until_ready(fn(*args))               # Compile + first run.
+  jax.block_until_ready(fn(*args))  # Compile + first run.
   first = time.perf_counter() - start
   times = []
   for _ in range(repeats):
@@ -45,10 +48,13 @@ def main(argv: Sequence[str]) -> None:
   del argv
   rng = np.random.default_rng(_SEED.value)
   n = _N.value
-  header = (f"{'function':<16}{'L':>10}{'first call (s)':>16}{'ms / call':>12}"
-            f"{'ns / (L log2 L)':>17}")
-  print(f"jax {jax.__version__} on {jax.devices()[0].platform}; n = {n}; "
-        f"median of {_REPEATS.value} calls after warm-up")
+  header = (
+    f"{'function':<16}{'L':>10}{'first call (s)':>16}{'ms / call':>12}{'ns / (L log2 L)':>17}"
+  )
+  print(
+    f"jax {jax.__version__} on {jax.devices()[0].platform}; n = {n}; "
+    f"median of {_REPEATS.value} calls after warm-up"
+  )
   print(header)
   print("-" * len(header))
   for name in _FUNCTIONS.value:

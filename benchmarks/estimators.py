@@ -20,15 +20,15 @@ Cells whose NumPy (or off-policy exact) cost would be excessive are skipped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import math
 import time
-from collections.abc import Sequence
 
+from absl import app
+from absl import flags
 import jax
 import jax.numpy as jnp
 import numpy as np
-from absl import app
-from absl import flags
 from scipy import special
 
 import maxk
@@ -40,14 +40,23 @@ _KS = flags.DEFINE_list("ks", [], "Values of k (default: 1, 4, 8, n/2; k > n ski
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed calls per cell (median reported).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed for the random rewards.")
 _TRANSFORMS = flags.DEFINE_list(
-    "transforms", ["none", "loo", "loo_centered", "loo_minus_one", "mean_std",
-                   "off_policy_exact", "off_policy_first_order"],
-    "Transforms to time.")
+  "transforms",
+  [
+    "none",
+    "loo",
+    "loo_centered",
+    "loo_minus_one",
+    "mean_std",
+    "off_policy_exact",
+    "off_policy_first_order",
+  ],
+  "Transforms to time.",
+)
 
 _ON_POLICY = ("none", "loo", "loo_centered", "loo_minus_one", "mean_std")
-_MAX_NP_MATRIX = 2e9      # B * n^2 multiply-adds
-_MAX_NP_LOOP = 2 ** 21    # B * n elements through the Python loop
-_MAX_OFF_POLICY = 2 ** 31  # B * n * k scan work
+_MAX_NP_MATRIX = 2e9  # B * n^2 multiply-adds
+_MAX_NP_LOOP = 2**21  # B * n elements through the Python loop
+_MAX_OFF_POLICY = 2**31  # B * n * k scan work
 
 
 def _ratio(top, bottom, n, k):
@@ -56,8 +65,12 @@ def _ratio(top, bottom, n, k):
   bottom = np.asarray(bottom, np.float64)
   ok = (bottom >= 0) & (bottom <= top)
   t, b = np.where(ok, top, 0), np.where(ok, bottom, 0)
-  log = (special.gammaln(t + 1) - special.gammaln(b + 1) - special.gammaln(t - b + 1)
-         - (special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)))
+  log = (
+    special.gammaln(t + 1)
+    - special.gammaln(b + 1)
+    - special.gammaln(t - b + 1)
+    - (special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1))
+  )
   return np.where(ok, np.exp(log), 0.0)
 
 
@@ -93,8 +106,9 @@ def _np_first_order_matrix(r_sorted, delta_sorted, n, k):
     w = np.diag(diag_c * (1 + d) + c2 * below)
     upper = np.triu(np.ones((n, n)), 1)
     # m > j: C(m-2,k-2)(1+δ_j+δ_m) + C(m-3,k-3) Σ_{l<m, l≠j} δ_l
-    w += upper * (c2[None, :] * (1 + d[:, None] + d[None, :])
-                  + c3[None, :] * (below[None, :] - d[:, None]))
+    w += upper * (
+      c2[None, :] * (1 + d[:, None] + d[None, :]) + c3[None, :] * (below[None, :] - d[:, None])
+    )
     out[b] = w @ r_sorted[b]
   return out
 
@@ -104,13 +118,13 @@ def _numpy_matrix(r, lr, k, name):
   order = np.argsort(r, axis=-1, kind="stable")
   r_sorted = np.take_along_axis(r, order, -1)
   if name == "off_policy_first_order":
-    a_sorted = _np_first_order_matrix(r_sorted, np.expm1(np.take_along_axis(lr, order, -1)),
-                                      n, k)
+    a_sorted = _np_first_order_matrix(r_sorted, np.expm1(np.take_along_axis(lr, order, -1)), n, k)
   else:
     a_sorted = r_sorted @ _np_matrix_weights(n, k, "none" if name == "mean_std" else name).T
     if name == "mean_std":
       a_sorted = (a_sorted - a_sorted.mean(-1, keepdims=True)) / (
-          a_sorted.std(-1, keepdims=True) + 1e-6)
+        a_sorted.std(-1, keepdims=True) + 1e-6
+      )
   out = np.empty_like(a_sorted)
   np.put_along_axis(out, order, a_sorted, -1)
   return out
@@ -135,7 +149,8 @@ def _numpy_loop(r, lr, k, name):
       s -= scale * (np.concatenate([[0.0], pre[:-1]]) + np.concatenate([suf[1:], [0.0]]))
     elif name == "loo_minus_one" and k >= 2:
       s = _ratio(j - 1, k - 1, n, k) * g - np.concatenate(
-          [[0.0], np.cumsum(_ratio(j - 1, k - 2, n, k) * g)[:-1]])
+        [[0.0], np.cumsum(_ratio(j - 1, k - 2, n, k) * g)[:-1]]
+      )
     elif name == "loo_minus_one":
       s = (g - (g.sum() - g) / max(n - 1, 1)) / n
     elif name == "mean_std":
@@ -176,11 +191,15 @@ def main(argv: Sequence[str]) -> None:
   sizes = (8, 64, 512) if _QUICK.value else (8, 64, 512, 4096)
   batches = [int(b) for b in _BATCHES.value] or batches
   sizes = [int(n) for n in _SIZES.value] or sizes
-  print(f"jax {jax.__version__} on {jax.devices()[0].platform} "
-        f"({jax.devices()[0].device_kind}); times in microseconds, median of "
-        f"{_REPEATS.value}\n")
-  print("| transform | B | n | k | jax (us) | np_matrix (us) | np_loop (us) "
-        "| matrix/jax | loop/jax | ns/unit |")
+  print(
+    f"jax {jax.__version__} on {jax.devices()[0].platform} "
+    f"({jax.devices()[0].device_kind}); times in microseconds, median of "
+    f"{_REPEATS.value}\n"
+  )
+  print(
+    "| transform | B | n | k | jax (us) | np_matrix (us) | np_loop (us) "
+    "| matrix/jax | loop/jax | ns/unit |"
+  )
   print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
   for name in _TRANSFORMS.value:
     for batch in batches:
@@ -192,20 +211,26 @@ def main(argv: Sequence[str]) -> None:
           t_jax = None
           if name != "off_policy_exact" or batch * n * k <= _MAX_OFF_POLICY:
             # Fewer repeats for the cells that take seconds per call.
-            repeats = _REPEATS.value if batch * n <= 2 ** 20 else 1
+            repeats = _REPEATS.value if batch * n <= 2**20 else 1
             t_jax = _time(_jax_fn(name, k), jnp.asarray(r), jnp.asarray(lr), repeats=repeats)
           r64, lr64 = r.astype(np.float64), lr.astype(np.float64)
           t_mat = t_loop = None
-          if name != "off_policy_exact" and batch * n * n <= _MAX_NP_MATRIX and (
-              name != "off_policy_first_order" or batch * n * n <= 2 ** 24):
+          if (
+            name != "off_policy_exact"
+            and batch * n * n <= _MAX_NP_MATRIX
+            and (name != "off_policy_first_order" or batch * n * n <= 2**24)
+          ):
             t_mat = _time(lambda: _numpy_matrix(r64, lr64, k, name), repeats=3)
           if name in _ON_POLICY and batch * n <= _MAX_NP_LOOP:
             t_loop = _time(lambda: _numpy_loop(r64, lr64, k, name), repeats=3)
           unit = batch * (n * math.log2(n) + n * k)
           per_unit = "-" if t_jax is None else f"{t_jax / unit * 1e9:.2f}"
-          print(f"| {name} | {batch} | {n} | {k} | {_fmt_us(t_jax)} | {_fmt_us(t_mat)} "
-                f"| {_fmt_us(t_loop)} | {_fmt_ratio(t_mat, t_jax)} "
-                f"| {_fmt_ratio(t_loop, t_jax)} | {per_unit} |", flush=True)
+          print(
+            f"| {name} | {batch} | {n} | {k} | {_fmt_us(t_jax)} | {_fmt_us(t_mat)} "
+            f"| {_fmt_us(t_loop)} | {_fmt_ratio(t_mat, t_jax)} "
+            f"| {_fmt_ratio(t_loop, t_jax)} | {per_unit} |",
+            flush=True,
+          )
 
 
 if __name__ == "__main__":

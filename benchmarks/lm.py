@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import time
 
+from absl import app
+from absl import flags
 import jax
 import jax.numpy as jnp
 import numpy as np
-from absl import app
-from absl import flags
 
 from experiments.lm import model as model_lib
 from experiments.lm import rl
@@ -45,8 +45,16 @@ _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed calls per cell (median repo
 _UNCACHED = flags.DEFINE_bool("uncached", True, "Also time sampling without the KV cache.")
 _PEAK_TFLOPS = flags.DEFINE_float("peak_tflops", 0.0, "Peak TFLOP/s for MFU (0: by device).")
 
-_KNOWN_PEAK_TFLOPS = {"h100": 989.0, "h200": 989.0, "a100": 312.0, "l4": 121.0,
-                      "v100": 125.0, "tpu v4": 275.0, "tpu v5 lite": 197.0, "tpu v5p": 459.0}
+_KNOWN_PEAK_TFLOPS = {
+  "h100": 989.0,
+  "h200": 989.0,
+  "a100": 312.0,
+  "l4": 121.0,
+  "v100": 125.0,
+  "tpu v4": 275.0,
+  "tpu v5 lite": 197.0,
+  "tpu v5p": 459.0,
+}
 
 
 def _time(fn, repeats: int) -> float:
@@ -75,15 +83,22 @@ def main(argv):
   del argv
   batch, prompt_len = _BATCH.value, _PROMPT_LEN.value
   gen_lens = [int(g) for g in _GEN_LENS.value]
-  cfg = model_lib.ModelConfig(vocab_size=tasks.VOCAB_SIZE, max_len=prompt_len + max(gen_lens),
-                              d_model=_D_MODEL.value, num_heads=_NUM_HEADS.value,
-                              num_layers=_NUM_LAYERS.value, d_ff=4 * _D_MODEL.value,
-                              dtype=_DTYPE.value)
+  cfg = model_lib.ModelConfig(
+    vocab_size=tasks.VOCAB_SIZE,
+    max_len=prompt_len + max(gen_lens),
+    d_model=_D_MODEL.value,
+    num_heads=_NUM_HEADS.value,
+    num_layers=_NUM_LAYERS.value,
+    d_ff=4 * _D_MODEL.value,
+    dtype=_DTYPE.value,
+  )
   graphdef, params = model_lib.create(cfg, seed=0)
   peak = _peak_flops()
   rng = np.random.default_rng(0)
-  print(f"devices: {jax.devices()}  params: {model_lib.num_params(params):,}  batch: {batch}"
-        f"  prompt_len: {prompt_len}")
+  print(
+    f"devices: {jax.devices()}  params: {model_lib.num_params(params):,}  batch: {batch}"
+    f"  prompt_len: {prompt_len}"
+  )
   header = f"{'what':<16}{'gen_len':>8}{'seconds':>10}{'tokens/s':>12}{'speedup':>9}"
   print(header + (f"{'MFU':>8}" if peak else ""))
   optimizer = rl.make_optimizer(1e-4, 1, 1.0)
@@ -102,20 +117,25 @@ def main(argv):
     seconds = _time(train_step, _REPEATS.value)
     rate = batch * seq / seconds
     mfu = 3 * model_lib.flops_per_token(cfg, seq) * rate / peak if peak else None
-    print(f"{'train':<16}{gen_len:>8}{seconds:>10.4f}{rate:>12,.0f}{'':>9}"
-          + (f"{mfu:>8.1%}" if peak else ""))
+    print(
+      f"{'train':<16}{gen_len:>8}{seconds:>10.4f}{rate:>12,.0f}{'':>9}"
+      + (f"{mfu:>8.1%}" if peak else "")
+    )
     prompts = tokens[:, :prompt_len]
     rates = {}
     for use_cache in (True, False) if _UNCACHED.value else (True,):
-      fn = lambda: sampling.generate(graphdef, params, prompts, jax.random.key(0), cfg=cfg,
-                                     max_new=gen_len, use_cache=use_cache)["tokens"]
+      fn = lambda: sampling.generate(
+        graphdef, params, prompts, jax.random.key(0), cfg=cfg, max_new=gen_len, use_cache=use_cache
+      )["tokens"]
       seconds = _time(fn, _REPEATS.value)
       rates[use_cache] = batch * gen_len / seconds
       name = "sample (cache)" if use_cache else "sample (no cache)"
       speedup = f"{rates[True] / rates[False]:>8.1f}x" if not use_cache else f"{'':>9}"
       mfu = (model_lib.flops_per_token(cfg, seq) * rates[use_cache] / peak) if peak else None
-      print(f"{name:<16}{gen_len:>8}{seconds:>10.4f}{rates[use_cache]:>12,.0f}{speedup}"
-            + (f"{mfu:>8.1%}" if peak else ""))
+      print(
+        f"{name:<16}{gen_len:>8}{seconds:>10.4f}{rates[use_cache]:>12,.0f}{speedup}"
+        + (f"{mfu:>8.1%}" if peak else "")
+      )
 
 
 if __name__ == "__main__":

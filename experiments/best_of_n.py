@@ -51,60 +51,87 @@ import tqdm
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 
-import maxk  # pylint: disable=g-import-not-at-top
 from experiments import outputs  # pylint: disable=g-import-not-at-top
+import maxk  # pylint: disable=g-import-not-at-top
 
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "Output directory.", required=True)
 _SEED = flags.DEFINE_integer(
-    "seed", 0, "Random seed for the Dirichlet references and the Monte Carlo draws "
-    "(same seed and flags: identical results).")
+  "seed",
+  0,
+  "Random seed for the Dirichlet references and the Monte Carlo draws "
+  "(same seed and flags: identical results).",
+)
 _N_MAX = flags.DEFINE_integer("n_max", 10_000, "Largest n of the log-spaced n grid.")
 _NUM_N = flags.DEFINE_integer(
-    "num_n", 41, "Points of the log-spaced n grid from 1 to --n_max (duplicates after "
-    "rounding are dropped).")
+  "num_n",
+  41,
+  "Points of the log-spaced n grid from 1 to --n_max (duplicates after rounding are dropped).",
+)
 _UNIFORM_SIZES = flags.DEFINE_list(
-    "uniform_sizes", ["10", "100", "1000", "10000"],
-    "Alphabet sizes L of the uniform references (rewards 0..L-1, all distinct).")
+  "uniform_sizes",
+  ["10", "100", "1000", "10000"],
+  "Alphabet sizes L of the uniform references (rewards 0..L-1, all distinct).",
+)
 _CHERRY_EPS = flags.DEFINE_float(
-    "cherry_eps", 1e-4, "Reference probability of the best outcome of the cherry-picked "
-    "references.")
+  "cherry_eps", 1e-4, "Reference probability of the best outcome of the cherry-picked references."
+)
 _CHERRY_SIZE = flags.DEFINE_integer(
-    "cherry_size", 100, "'cherry_top' reference: the best outcome has --cherry_eps and the "
-    "other cherry_size - 1 outcomes share the rest uniformly.")
+  "cherry_size",
+  100,
+  "'cherry_top' reference: the best outcome has --cherry_eps and the "
+  "other cherry_size - 1 outcomes share the rest uniformly.",
+)
 _CHERRY_STEP = flags.DEFINE_float(
-    "cherry_step", 100.0, "'cherry_staircase' reference: rewards increase as probabilities "
-    "fall by this factor per level, down to --cherry_eps (larger steps: flatter plateaus).")
+  "cherry_step",
+  100.0,
+  "'cherry_staircase' reference: rewards increase as probabilities "
+  "fall by this factor per level, down to --cherry_eps (larger steps: flatter plateaus).",
+)
 _DIRICHLET_ALPHAS = flags.DEFINE_list(
-    "dirichlet_alphas", ["0.1", "1.0"],
-    "Concentrations of the random Dirichlet references (one reference each).")
+  "dirichlet_alphas",
+  ["0.1", "1.0"],
+  "Concentrations of the random Dirichlet references (one reference each).",
+)
 _DIRICHLET_SIZE = flags.DEFINE_integer(
-    "dirichlet_size", 1000, "Alphabet size of the Dirichlet references (rewards ~ N(0, 1)).")
+  "dirichlet_size", 1000, "Alphabet size of the Dirichlet references (rewards ~ N(0, 1))."
+)
 _NUM_MC_DRAWS = flags.DEFINE_integer(
-    "num_mc_draws", 100, "Best-of-n draws M per (reference, n) for the Monte Carlo "
-    "estimate of d_n.")
+  "num_mc_draws", 100, "Best-of-n draws M per (reference, n) for the Monte Carlo estimate of d_n."
+)
 _NUM_THRESHOLDS = flags.DEFINE_integer(
-    "num_thresholds", 25, "Rewind-and-repeat thresholds per reference (acceptance "
-    "probabilities log-spaced from 1 down to the best outcome's probability).")
+  "num_thresholds",
+  25,
+  "Rewind-and-repeat thresholds per reference (acceptance "
+  "probabilities log-spaced from 1 down to the best outcome's probability).",
+)
 _RR_MAX_TRIES = flags.DEFINE_list(
-    "rr_max_tries", ["16"],
-    "Try limits of rewind-and-repeat besides the unlimited one ('none' is always run).")
+  "rr_max_tries",
+  ["16"],
+  "Try limits of rewind-and-repeat besides the unlimited one ('none' is always run).",
+)
 _FLOAT64 = flags.DEFINE_boolean(
-    "float64", True, "Compute in float64 (jax_enable_x64), so that KL gaps below float32 "
-    "resolution (~1e-7 nats) are resolved; --nofloat64 runs the library's float32 default.")
+  "float64",
+  True,
+  "Compute in float64 (jax_enable_x64), so that KL gaps below float32 "
+  "resolution (~1e-7 nats) are resolved; --nofloat64 runs the library's float32 default.",
+)
 
 
 class Reference(NamedTuple):
   name: str
   family: str
-  probs: np.ndarray     # [L] float64, sums to 1.
-  rewards: np.ndarray   # [L] float64.
+  probs: np.ndarray  # [L] float64, sums to 1.
+  rewards: np.ndarray  # [L] float64.
 
 
 def _references(rng: np.random.Generator) -> list[Reference]:
   refs = []
   for size in (int(s) for s in _UNIFORM_SIZES.value):
-    refs.append(Reference(f"uniform_L{size}", "uniform", np.full(size, 1.0 / size),
-                          np.arange(size, dtype=np.float64)))
+    refs.append(
+      Reference(
+        f"uniform_L{size}", "uniform", np.full(size, 1.0 / size), np.arange(size, dtype=np.float64)
+      )
+    )
   eps = _CHERRY_EPS.value
   if not 0 < eps < 1:
     raise ValueError(f"--cherry_eps={eps} must lie in (0, 1).")
@@ -123,14 +150,16 @@ def _references(rng: np.random.Generator) -> list[Reference]:
   probs[-1] = eps
   probs[0] = 0.0
   probs[0] = 1.0 - probs.sum()
-  refs.append(Reference("cherry_staircase", "cherry", probs,
-                        np.arange(levels, dtype=np.float64)))
+  refs.append(Reference("cherry_staircase", "cherry", probs, np.arange(levels, dtype=np.float64)))
   for alpha in (float(a) for a in _DIRICHLET_ALPHAS.value):
     probs = rng.dirichlet(np.full(_DIRICHLET_SIZE.value, alpha))
-    probs = np.maximum(probs, 1e-12)      # Keep every outcome in the support.
+    probs = np.maximum(probs, 1e-12)  # Keep every outcome in the support.
     probs /= probs.sum()
-    refs.append(Reference(f"dirichlet_a{alpha:g}", "dirichlet", probs,
-                          rng.standard_normal(_DIRICHLET_SIZE.value)))
+    refs.append(
+      Reference(
+        f"dirichlet_a{alpha:g}", "dirichlet", probs, rng.standard_normal(_DIRICHLET_SIZE.value)
+      )
+    )
   return refs
 
 
@@ -140,9 +169,9 @@ def _pad(refs: list[Reference]) -> tuple[jax.Array, jax.Array]:
   probs = np.zeros((len(refs), size))
   rewards = np.zeros((len(refs), size))
   for i, ref in enumerate(refs):
-    probs[i, :len(ref.probs)] = ref.probs
+    probs[i, : len(ref.probs)] = ref.probs
     rewards[i, :] = ref.rewards.min() - 1.0
-    rewards[i, :len(ref.rewards)] = ref.rewards
+    rewards[i, : len(ref.rewards)] = ref.rewards
   dtype = jnp.float64 if _FLOAT64.value else jnp.float32
   return jnp.asarray(probs, dtype), jnp.asarray(rewards, dtype)
 
@@ -165,23 +194,38 @@ def _best_of_n_rows(refs, probs, rewards, key) -> list[dict]:
     d_exact = np.asarray(maxk.bon_kl_estimate_expectation(probs, rewards, n), np.float64)
     gap_lower = np.asarray(maxk.bon_kl_gap_lower_bound(probs, rewards, n), np.float64)
     # Monte Carlo: M best-of-n outcomes per reference, d_n of their probabilities.
-    draws = jax.random.categorical(jax.random.fold_in(key, n), jnp.log(pmf),
-                                   shape=(num_draws, len(refs)))
+    draws = jax.random.categorical(
+      jax.random.fold_in(key, n), jnp.log(pmf), shape=(num_draws, len(refs))
+    )
     eps = jnp.take_along_axis(probs, draws.T, axis=-1)
     d_mc = np.asarray(maxk.bon_kl_estimate(eps, n), np.float64)
     bound = float(maxk.bon_kl_bound(n))
     wr_bound = float(maxk.bon_win_rate_bound(n))
     for i, ref in enumerate(refs):
-      rows.append(dict(
-          method="best_of_n", reference=ref.name, family=ref.family,
-          num_outcomes=len(ref.probs), n=n, threshold="", max_tries="",
-          accept_prob="", kl=kl[i], kl_bound=bound, kl_gap=bound - kl[i],
+      rows.append(
+        dict(
+          method="best_of_n",
+          reference=ref.name,
+          family=ref.family,
+          num_outcomes=len(ref.probs),
+          n=n,
+          threshold="",
+          max_tries="",
+          accept_prob="",
+          kl=kl[i],
+          kl_bound=bound,
+          kl_gap=bound - kl[i],
           kl_gap_upper_bound=2.0 * n * (n - 1) * collision[i],
-          kl_gap_lower_bound=gap_lower[i], d_n_expected=d_exact[i],
+          kl_gap_lower_bound=gap_lower[i],
+          d_n_expected=d_exact[i],
           d_n_mc_mean=d_mc[i].mean(),
           d_n_mc_stderr=d_mc[i].std(ddof=1) / math.sqrt(num_draws) if num_draws > 1 else "",
-          num_mc_draws=num_draws, win_rate=wr[i], win_rate_bound=wr_bound,
-          win_rate_gap_upper_bound=0.5 * (n - 1) * collision[i]))
+          num_mc_draws=num_draws,
+          win_rate=wr[i],
+          win_rate_bound=wr_bound,
+          win_rate_gap_upper_bound=0.5 * (n - 1) * collision[i],
+        )
+      )
   return rows
 
 
@@ -191,7 +235,7 @@ def _thresholds(refs: list[Reference]) -> np.ndarray:
   out = np.zeros((num, len(refs)))
   for i, ref in enumerate(refs):
     order = np.argsort(-ref.rewards, kind="stable")
-    tail = np.cumsum(ref.probs[order])                 # P(r >= r_(j)), descending r.
+    tail = np.cumsum(ref.probs[order])  # P(r >= r_(j)), descending r.
     targets = np.logspace(0, math.log10(tail[0]), num)
     idx = np.searchsorted(tail, targets * (1 + 1e-9), side="right") - 1
     out[:, i] = ref.rewards[order][np.clip(idx, 0, len(tail) - 1)]
@@ -211,14 +255,30 @@ def _rewind_repeat_rows(refs, probs, rewards) -> list[dict]:
       wr = np.asarray(maxk.win_rate(q, probs, rewards), np.float64)
       accept = np.asarray(jnp.sum(jnp.where(rewards >= th[:, None], probs, 0.0), -1))
       for i, ref in enumerate(refs):
-        rows.append(dict(
-            method="rewind_repeat", reference=ref.name, family=ref.family,
-            num_outcomes=len(ref.probs), n="", threshold=thresholds[t, i],
+        rows.append(
+          dict(
+            method="rewind_repeat",
+            reference=ref.name,
+            family=ref.family,
+            num_outcomes=len(ref.probs),
+            n="",
+            threshold=thresholds[t, i],
             max_tries="none" if max_tries is None else max_tries,
-            accept_prob=accept[i], kl=kl[i], kl_bound="", kl_gap="",
-            kl_gap_upper_bound="", kl_gap_lower_bound="", d_n_expected="",
-            d_n_mc_mean="", d_n_mc_stderr="", num_mc_draws="", win_rate=wr[i],
-            win_rate_bound="", win_rate_gap_upper_bound=""))
+            accept_prob=accept[i],
+            kl=kl[i],
+            kl_bound="",
+            kl_gap="",
+            kl_gap_upper_bound="",
+            kl_gap_lower_bound="",
+            d_n_expected="",
+            d_n_mc_mean="",
+            d_n_mc_stderr="",
+            num_mc_draws="",
+            win_rate=wr[i],
+            win_rate_bound="",
+            win_rate_gap_upper_bound="",
+          )
+        )
   return rows
 
 
@@ -240,15 +300,22 @@ def _plot_kl_vs_n(rows, refs, path, title):
     ax.plot(n, _column(sel, "kl_bound"), "k--", label="log n - (n-1)/n")
     ax.plot(n, _column(sel, "kl"), "C0-", lw=2, label="exact KL")
     ax.plot(n, _column(sel, "d_n_expected"), "C1-", label="E[d_n] (exact)")
-    ax.errorbar(n, _column(sel, "d_n_mc_mean"), yerr=_column(sel, "d_n_mc_stderr"),
-                fmt="o", ms=3, color="C2", capsize=2,
-                label=f"d_n, M={int(sel[0]['num_mc_draws'])} draws (±1 s.e.)")
+    ax.errorbar(
+      n,
+      _column(sel, "d_n_mc_mean"),
+      yerr=_column(sel, "d_n_mc_stderr"),
+      fmt="o",
+      ms=3,
+      color="C2",
+      capsize=2,
+      label=f"d_n, M={int(sel[0]['num_mc_draws'])} draws (±1 s.e.)",
+    )
     ax.set_xscale("log")
     ax.set_title(f"{ref.name} (L={len(ref.probs)})")
     ax.set_xlabel("n")
     ax.set_ylabel("KL(pi_n || pi) [nats]")
     ax.grid(alpha=0.3)
-  for ax in list(axes.flat)[len(refs):]:
+  for ax in list(axes.flat)[len(refs) :]:
     ax.axis("off")
   axes.flat[0].legend(fontsize=7, loc="upper left")
   fig.suptitle(title)
@@ -286,24 +353,36 @@ def _plot_win_rate(rows, refs, path):
   fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows), squeeze=False)
   n_dense = np.unique(np.round(np.logspace(0, math.log10(max(_N_MAX.value, 2)), 200)))
   for ax, ref in zip(axes.flat, refs):
-    ax.plot([math.log(n) - (n - 1) / n for n in n_dense], n_dense / (n_dense + 1), "k--",
-            label="(log n - (n-1)/n, n/(n+1))")
+    ax.plot(
+      [math.log(n) - (n - 1) / n for n in n_dense],
+      n_dense / (n_dense + 1),
+      "k--",
+      label="(log n - (n-1)/n, n/(n+1))",
+    )
     sel = _select(rows, method="best_of_n", reference=ref.name)
     ax.plot(_column(sel, "kl"), _column(sel, "win_rate"), "C0-o", ms=3, label="best-of-n")
-    tries = sorted({r["max_tries"] for r in rows if r["method"] == "rewind_repeat"},
-                   key=lambda m: (m != "none", str(m)))
+    tries = sorted(
+      {r["max_tries"] for r in rows if r["method"] == "rewind_repeat"},
+      key=lambda m: (m != "none", str(m)),
+    )
     for j, m in enumerate(tries):
       rr = _select(rows, method="rewind_repeat", reference=ref.name, max_tries=m)
       # In threshold order: with a try limit the KL first grows, then falls back
       # to 0 as the acceptance probability vanishes (the last draw is kept).
-      ax.plot(_column(rr, "kl"), _column(rr, "win_rate"), f"C{j + 1}-s", ms=3, lw=1,
-              label=f"rewind-repeat (max_tries={m})")
+      ax.plot(
+        _column(rr, "kl"),
+        _column(rr, "win_rate"),
+        f"C{j + 1}-s",
+        ms=3,
+        lw=1,
+        label=f"rewind-repeat (max_tries={m})",
+      )
     ax.set_title(ref.name)
     ax.set_xlabel("KL(policy || pi) [nats]")
     ax.set_ylabel("win rate vs pi")
     ax.set_xlim(0, max(10.0, float(np.nanmax(_column(sel, "kl"))) + 0.5))
     ax.grid(alpha=0.3)
-  for ax in list(axes.flat)[len(refs):]:
+  for ax in list(axes.flat)[len(refs) :]:
     ax.axis("off")
   axes.flat[0].legend(fontsize=7, loc="lower right")
   fig.suptitle("Win rate vs KL: best-of-n and rewind-and-repeat")
@@ -315,7 +394,7 @@ def _plot_win_rate(rows, refs, path):
 def _analytic_curve(kl: np.ndarray) -> np.ndarray:
   """n/(n+1) at the real n >= 1 where log n - (n-1)/n = kl (the dashed curve)."""
   kl = np.maximum(np.asarray(kl, np.float64), 0.0)
-  lo, hi = np.zeros_like(kl), np.full_like(kl, 40.0)     # Bisection on log n.
+  lo, hi = np.zeros_like(kl), np.full_like(kl, 40.0)  # Bisection on log n.
   for _ in range(100):
     mid = 0.5 * (lo + hi)
     above = mid - (1 - np.exp(-mid)) > kl
@@ -342,23 +421,24 @@ def _summary(rows, refs) -> dict:
     worst = int(np.argmax(np.abs(d_err)))
     big = n > 1
     out[ref.name] = dict(
-        num_outcomes=len(ref.probs),
-        kl_at_n_max=kl[-1], formula_at_n_max=bound[-1],
-        formula_max_overshoot=float(np.max(bound - kl)),
-        first_n_with_formula_10pct_above_kl=float(loose[0]) if loose.size else None,
-        d_n_expected_max_abs_error=float(np.abs(d_err[worst])),
-        d_n_expected_max_abs_error_at_n=float(n[worst]),
-        d_n_expected_max_rel_error=float(np.max(np.abs(d_err[big]) /
-                                                 np.maximum(kl[big], 1e-300))),
-        d_n_expected_min_minus_kl=float(np.min(d_err)),
-        d_n_mc_within_2se_fraction=float(np.mean(
-            np.abs(d_mc - d_exact) <= 2 * se + 1e-6 * np.abs(d_exact) + 1e-9)),
-        win_rate_max_gap_to_n_over_n_plus_1=float(np.max(wr_gap)),
-        win_rate_max_above_analytic_curve=float(np.max(_column(sel, "win_rate") -
-                                                       _analytic_curve(kl))),
+      num_outcomes=len(ref.probs),
+      kl_at_n_max=kl[-1],
+      formula_at_n_max=bound[-1],
+      formula_max_overshoot=float(np.max(bound - kl)),
+      first_n_with_formula_10pct_above_kl=float(loose[0]) if loose.size else None,
+      d_n_expected_max_abs_error=float(np.abs(d_err[worst])),
+      d_n_expected_max_abs_error_at_n=float(n[worst]),
+      d_n_expected_max_rel_error=float(np.max(np.abs(d_err[big]) / np.maximum(kl[big], 1e-300))),
+      d_n_expected_min_minus_kl=float(np.min(d_err)),
+      d_n_mc_within_2se_fraction=float(
+        np.mean(np.abs(d_mc - d_exact) <= 2 * se + 1e-6 * np.abs(d_exact) + 1e-9)
+      ),
+      win_rate_max_gap_to_n_over_n_plus_1=float(np.max(wr_gap)),
+      win_rate_max_above_analytic_curve=float(
+        np.max(_column(sel, "win_rate") - _analytic_curve(kl))
+      ),
     )
-    for m in sorted({r["max_tries"] for r in rows if r["method"] == "rewind_repeat"},
-                    key=str):
+    for m in sorted({r["max_tries"] for r in rows if r["method"] == "rewind_repeat"}, key=str):
       rr = _select(rows, method="rewind_repeat", reference=ref.name, max_tries=m)
       rr_kl = _column(rr, "kl")
       # Win rate lost vs best-of-n at equal KL (interpolating best-of-n's curve).
@@ -391,11 +471,19 @@ def main(argv):
   uniform = [r for r in refs if r.family == "uniform"]
   other = [r for r in refs if r.family != "uniform"]
   if uniform:
-    _plot_kl_vs_n(rows, uniform, os.path.join(out_dir, "kl_vs_n_uniform.png"),
-                  "Uniform references: KL of best-of-n vs n")
+    _plot_kl_vs_n(
+      rows,
+      uniform,
+      os.path.join(out_dir, "kl_vs_n_uniform.png"),
+      "Uniform references: KL of best-of-n vs n",
+    )
   if other:
-    _plot_kl_vs_n(rows, other, os.path.join(out_dir, "kl_vs_n_other.png"),
-                  "Cherry-picked and Dirichlet references: KL of best-of-n vs n")
+    _plot_kl_vs_n(
+      rows,
+      other,
+      os.path.join(out_dir, "kl_vs_n_other.png"),
+      "Cherry-picked and Dirichlet references: KL of best-of-n vs n",
+    )
   _plot_gap(rows, refs, os.path.join(out_dir, "kl_gap.png"))
   _plot_win_rate(rows, refs, os.path.join(out_dir, "win_rate_vs_kl.png"))
   logging.info("Wrote %d rows to %s in %.1f s.", len(rows), out_dir, time.time() - start)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import jax
-import numpy as np
 from absl import app
 from absl import flags
+import jax
+import numpy as np
 
 import maxk
 
@@ -38,16 +38,20 @@ def main(argv: Sequence[str]) -> None:
   print("rewards [prompts, n]:\n", rewards)
   print("max@k per prompt:", np.asarray(maxk.max_at_k(rewards, k)))
   print("pass@k of the binary prompt:", float(maxk.pass_at_k(rewards[1], k)))
-  rows = {f"max_at_k_advantages[{b}]": maxk.max_at_k_advantages(rewards, k, baseline=b)
-          for b in ("none", "loo", "loo_centered", "loo_minus_one", "mean_std")}
+  rows = {
+    f"max_at_k_advantages[{b}]": maxk.max_at_k_advantages(rewards, k, baseline=b)
+    for b in ("none", "loo", "loo_centered", "loo_minus_one", "mean_std")
+  }
   rows["grpo_advantages"] = maxk.grpo_advantages(rewards)
   rows["rloo_advantages"] = maxk.rloo_advantages(rewards)
   rows["max_minus_second_advantages"] = maxk.max_minus_second_advantages(rewards)
-  rows["pass_at_k_training_advantages (binary prompt)"] = (
-      maxk.pass_at_k_training_advantages(rewards[1:], k))
+  rows["pass_at_k_training_advantages (binary prompt)"] = maxk.pass_at_k_training_advantages(
+    rewards[1:], k
+  )
   for method in ("exact", "first_order"):
-    rows[f"off_policy[{method}] (log_ratio ~ N(0, 0.1))"] = (
-        maxk.max_at_k_advantages_off_policy(rewards, log_ratio, k, method=method))
+    rows[f"off_policy[{method}] (log_ratio ~ N(0, 0.1))"] = maxk.max_at_k_advantages_off_policy(
+      rewards, log_ratio, k, method=method
+    )
   for name, value in rows.items():
     print(f"\n{name}:\n{np.asarray(value)}")
 

@@ -6,10 +6,10 @@ result folder is self-describing and the run can be repeated exactly.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 import csv
 import json
 import os
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from absl import app
@@ -48,8 +48,9 @@ def write_config(out_dir: str, config: Mapping[str, Any]) -> str:
   return path
 
 
-def write_results_csv(out_dir: str, rows: Sequence[Mapping[str, Any]],
-                      *, filename: str = "results.csv") -> str:
+def write_results_csv(
+  out_dir: str, rows: Sequence[Mapping[str, Any]], *, filename: str = "results.csv"
+) -> str:
   """Writes ``rows`` (dicts sharing their keys) with a header row; returns the path."""
   if not rows:
     raise ValueError("rows must hold at least one result row.")

@@ -33,11 +33,14 @@ _OUT_DIR = flags.DEFINE_string("out_dir", "out/reproduce", "Output folder (index
 _SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every stage.")
 _SMOKE = flags.DEFINE_bool("smoke", False, "Tiny sizes (for tests): seconds, not minutes.")
 _LM = flags.DEFINE_bool(
-    "lm", True, "Run the small-LM experiment (experiments/lm, tiny config) when it exists.")
+  "lm", True, "Run the small-LM experiment (experiments/lm, tiny config) when it exists."
+)
 _NOTEBOOKS = flags.DEFINE_bool(
-    "notebooks", True, "Execute notebooks/*.ipynb and collect their figures.")
+  "notebooks", True, "Execute notebooks/*.ipynb and collect their figures."
+)
 _STAGES = flags.DEFINE_list(
-    "stages", ["all"], f"Stages to run ('all' or a subset of {list(report.STAGE_NAMES)}).")
+  "stages", ["all"], f"Stages to run ('all' or a subset of {list(report.STAGE_NAMES)})."
+)
 _FORCE = flags.DEFINE_bool("force", False, "Rerun stages whose outputs already exist.")
 _TIMEOUT = flags.DEFINE_integer("stage_timeout", 1200, "Seconds before a stage is killed.")
 
@@ -119,8 +122,9 @@ def _run_stage(stage: report.Stage, out_dir: str) -> tuple[str, float]:
       if f.read() == " ".join(command):
         return "reused", 0.0
   started = os.path.join(stage_dir, "reproduce_started.txt")
-  resumable = stage.name == "lm" and os.path.exists(started) and (
-      open(started).read() == " ".join(command))  # The LM resumes from its checkpoints.
+  resumable = (
+    stage.name == "lm" and os.path.exists(started) and (open(started).read() == " ".join(command))
+  )  # The LM resumes from its checkpoints.
   if os.path.isdir(stage_dir) and not resumable:
     shutil.rmtree(stage_dir)
   os.makedirs(stage_dir, exist_ok=True)
@@ -130,8 +134,9 @@ def _run_stage(stage: report.Stage, out_dir: str) -> tuple[str, float]:
   with open(os.path.join(stage_dir, "log.txt"), "w") as log:
     log.write("$ " + " ".join(command) + "\n")
     log.flush()
-    proc = subprocess.Popen(command, cwd=_ROOT, env=_env(stage.name, out_dir), stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+      command, cwd=_ROOT, env=_env(stage.name, out_dir), stdout=log, stderr=subprocess.STDOUT
+    )
     code = _wait(proc, log.name, start)
   seconds = time.time() - start
   if sys.stdout.isatty():
@@ -150,13 +155,18 @@ def main(argv):
   statuses = {}
   print(f"Reproducing {len(stages)} stages into {out_dir}", flush=True)
   for i, stage in enumerate(stages, 1):
-    print(f"[{i}/{len(stages)}] {stage.name}: {stage.title} (expected ~{stage.expected_s} s"
-          f"{', smoke' if _SMOKE.value else ''}) ...", flush=True)
+    print(
+      f"[{i}/{len(stages)}] {stage.name}: {stage.title} (expected ~{stage.expected_s} s"
+      f"{', smoke' if _SMOKE.value else ''}) ...",
+      flush=True,
+    )
     status, seconds = _run_stage(stage, out_dir)
     statuses[stage.name] = (status, seconds)
     elapsed = time.time() - total_start
-    print(f"[{i}/{len(stages)}] {stage.name}: {status} in {seconds:.0f} s "
-          f"(total {elapsed:.0f} s)", flush=True)
+    print(
+      f"[{i}/{len(stages)}] {stage.name}: {status} in {seconds:.0f} s (total {elapsed:.0f} s)",
+      flush=True,
+    )
   # Stages not run now but finished earlier in this folder stay on the index page.
   shown, skipped = [], []
   for stage in report.stages(seed=_SEED.value, smoke=_SMOKE.value):
@@ -167,10 +177,17 @@ def main(argv):
       statuses[stage.name] = ("from an earlier run", 0.0)
     else:
       skipped.append(stage.name)
-  md, html = report.write_index(out_dir, shown, statuses, skipped=skipped,
-                                total_seconds=time.time() - total_start, smoke=_SMOKE.value)
-  print(f"Done in {time.time() - total_start:.0f} s. Index: {md}\n                  {html}",
-        flush=True)
+  md, html = report.write_index(
+    out_dir,
+    shown,
+    statuses,
+    skipped=skipped,
+    total_seconds=time.time() - total_start,
+    smoke=_SMOKE.value,
+  )
+  print(
+    f"Done in {time.time() - total_start:.0f} s. Index: {md}\n                  {html}", flush=True
+  )
   failed = [name for name, (status, _) in statuses.items() if status.startswith("FAILED")]
   if failed:
     print(f"Failed stages: {failed}", file=sys.stderr)

@@ -3,16 +3,21 @@
 from absl import flags
 
 BINARY = flags.DEFINE_string(
-    "binary", None, "Module of the binary, e.g. experiments.best_of_n (or \"binary\" in a "
-    "JSON sweep).")
+  "binary", None, 'Module of the binary, e.g. experiments.best_of_n (or "binary" in a JSON sweep).'
+)
 SWEEP = flags.DEFINE_multi_string(
-    "sweep", [], "A JSON sweep file, or items 'flag=v1,v2' / 'flag:=v1;v2' (repeat --sweep; "
-    "see launch/sweep.py).")
+  "sweep",
+  [],
+  "A JSON sweep file, or items 'flag=v1,v2' / 'flag:=v1;v2' (repeat --sweep; see launch/sweep.py).",
+)
 OUT_ROOT = flags.DEFINE_string(
-    "out_root", None, "Parent folder of the runs' output folders (OUT_ROOT/<run name>).")
+  "out_root", None, "Parent folder of the runs' output folders (OUT_ROOT/<run name>)."
+)
 SCRIPT = flags.DEFINE_string("script", None, "Path of the generated script.")
 SETUP = flags.DEFINE_string("setup", "", "Shell command run first (e.g. activate a venv).")
 PYTHON = flags.DEFINE_string("python", "python", "Python on the cluster machines.")
 REPO_DIR = flags.DEFINE_string(
-    "repo_dir", None, "The repository on the cluster machines (slurm default: this checkout; "
-    "tpu default: ~/maxk).")
+  "repo_dir",
+  None,
+  "The repository on the cluster machines (slurm default: this checkout; tpu default: ~/maxk).",
+)

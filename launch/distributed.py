@@ -22,10 +22,10 @@ Binaries may instead call :func:`maybe_initialize` at the top of ``main`` (it re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import os
 import runpy
 import sys
-from collections.abc import Sequence
 
 _initialized = False
 
@@ -36,12 +36,14 @@ def initialize() -> None:
   if _initialized:
     return
   import jax  # pylint: disable=g-import-not-at-top
+
   address = os.environ.get("MAXK_COORDINATOR_ADDRESS")
   if address:
     jax.distributed.initialize(
-        coordinator_address=address,
-        num_processes=int(os.environ["MAXK_NUM_PROCESSES"]),
-        process_id=int(os.environ["MAXK_PROCESS_ID"]))
+      coordinator_address=address,
+      num_processes=int(os.environ["MAXK_NUM_PROCESSES"]),
+      process_id=int(os.environ["MAXK_PROCESS_ID"]),
+    )
   else:
     jax.distributed.initialize()
   _initialized = True
@@ -74,6 +76,7 @@ def main(argv: Sequence[str]) -> None:
   if os.environ.get("MAXK_DISTRIBUTED", "1") != "0":
     initialize()
     import jax  # pylint: disable=g-import-not-at-top
+
     index = jax.process_index()
   os.environ["MAXK_DISTRIBUTED"] = "1" if _initialized else "0"
   sys.argv = [module, *process_args(args, index)]

@@ -17,6 +17,7 @@ already have a column of that name); ``OUT_ROOT/runs.json`` lists every run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import concurrent.futures
 import csv
 import json
@@ -24,7 +25,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 
 from absl import app
 from absl import flags
@@ -38,7 +38,8 @@ _DRY_RUN = flags.DEFINE_bool("dry_run", False, "Print the commands; run nothing.
 _GATHER_ONLY = flags.DEFINE_bool("gather_only", False, "Only gather existing results.")
 _TIMEOUT = flags.DEFINE_integer("timeout", 0, "Seconds before a run is killed (0: never).")
 _THREADS = flags.DEFINE_integer(
-    "threads_per_run", 0, "If > 0, cap each run's CPU threads (OMP/XLA) to this many.")
+  "threads_per_run", 0, "If > 0, cap each run's CPU threads (OMP/XLA) to this many."
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATUS_FILE = "launch_status.json"
@@ -68,8 +69,10 @@ def run_env(threads: int = 0) -> dict[str, str]:
   env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
   if threads > 0:
     env["OMP_NUM_THREADS"] = str(threads)
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
-                        f"intra_op_parallelism_threads={threads}").strip()
+    env["XLA_FLAGS"] = (
+      env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
+      f"intra_op_parallelism_threads={threads}"
+    ).strip()
   return env
 
 
@@ -83,8 +86,14 @@ def run_one(run: sweep_lib.Run, *, timeout: int = 0, threads: int = 0) -> tuple[
   start = time.time()
   with open(os.path.join(run.out_dir, "log.txt"), "w") as log:
     try:
-      rc = subprocess.run(command, cwd=ROOT, env=run_env(threads), stdout=log,
-                          stderr=subprocess.STDOUT, timeout=timeout or None).returncode
+      rc = subprocess.run(
+        command,
+        cwd=ROOT,
+        env=run_env(threads),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        timeout=timeout or None,
+      ).returncode
     except subprocess.TimeoutExpired:
       rc = "timeout"
   seconds = time.time() - start
@@ -94,8 +103,14 @@ def run_one(run: sweep_lib.Run, *, timeout: int = 0, threads: int = 0) -> tuple[
   return status, seconds
 
 
-def run_all(runs: Sequence[sweep_lib.Run], *, parallel: int = 1, timeout: int = 0,
-            threads: int = 0, progress: bool = True) -> dict[str, tuple[str, float]]:
+def run_all(
+  runs: Sequence[sweep_lib.Run],
+  *,
+  parallel: int = 1,
+  timeout: int = 0,
+  threads: int = 0,
+  progress: bool = True,
+) -> dict[str, tuple[str, float]]:
   """Runs every run (``parallel`` at a time); returns {name: (status, seconds)}."""
   results: dict[str, tuple[str, float]] = {}
   with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
@@ -110,8 +125,9 @@ def run_all(runs: Sequence[sweep_lib.Run], *, parallel: int = 1, timeout: int = 
   return results
 
 
-def gather(runs: Sequence[sweep_lib.Run], out_root: str,
-           filename: str = "all_results.csv") -> tuple[str, int]:
+def gather(
+  runs: Sequence[sweep_lib.Run], out_root: str, filename: str = "all_results.csv"
+) -> tuple[str, int]:
   """Concatenates every finished run's results.csv, adding run and sweep columns.
 
   Returns (path, number of rows). Runs without results.csv are left out.
@@ -158,12 +174,16 @@ def main(argv):
   statuses = None
   if not _GATHER_ONLY.value:
     print(f"{len(runs)} runs into {out_root}, {_PARALLEL.value} at a time", flush=True)
-    statuses = run_all(runs, parallel=_PARALLEL.value, timeout=_TIMEOUT.value,
-                       threads=_THREADS.value)
+    statuses = run_all(
+      runs, parallel=_PARALLEL.value, timeout=_TIMEOUT.value, threads=_THREADS.value
+    )
   sweep_lib.write_manifest(runs, out_root, statuses)
   path, count = gather(runs, out_root)
-  print(f"Gathered {count} rows from {sum(os.path.exists(os.path.join(r.out_dir, 'results.csv')) for r in runs)}"
-        f"/{len(runs)} runs into {path}", flush=True)
+  print(
+    f"Gathered {count} rows from {sum(os.path.exists(os.path.join(r.out_dir, 'results.csv')) for r in runs)}"
+    f"/{len(runs)} runs into {path}",
+    flush=True,
+  )
   failed = [n for n, (s, _) in (statuses or {}).items() if s.startswith("failed")]
   if failed:
     print(f"Failed runs: {failed}", file=sys.stderr)

@@ -16,6 +16,7 @@ strings in a JSON spec, e.g. ``"ks": ["1,4", "8"]``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 import dataclasses
 import hashlib
 import itertools
@@ -24,7 +25,6 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 # The flag that receives each run's output folder, per binary (default "out_dir").
@@ -34,9 +34,10 @@ OUT_FLAGS = {"experiments.lm.main": "workdir"}
 @dataclasses.dataclass(frozen=True)
 class Run:
   """One run of a sweep: a binary, its flags and its output folder."""
+
   name: str
   binary: str
-  flags: tuple[tuple[str, str], ...]   # Every flag but the output folder, in order.
+  flags: tuple[tuple[str, str], ...]  # Every flag but the output folder, in order.
   params: tuple[tuple[str, str], ...]  # The grid values that name this run.
   out_dir: str
 
@@ -116,8 +117,9 @@ def load_spec(spec: str | Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
   return {"grid": parse_items(list(spec))}
 
 
-def expand(spec: str | Mapping[str, Any] | Sequence[str], *, out_root: str,
-           binary: str | None = None) -> list[Run]:
+def expand(
+  spec: str | Mapping[str, Any] | Sequence[str], *, out_root: str, binary: str | None = None
+) -> list[Run]:
   """Every run of a sweep spec (see the module docstring), in a deterministic order.
 
   Raises:
@@ -126,7 +128,7 @@ def expand(spec: str | Mapping[str, Any] | Sequence[str], *, out_root: str,
   spec = load_spec(spec)
   binary = binary or spec.get("binary")
   if not binary:
-    raise ValueError("The sweep needs a binary (--binary or \"binary\" in the spec).")
+    raise ValueError('The sweep needs a binary (--binary or "binary" in the spec).')
   grids = spec.get("grids") or [spec.get("grid", {})]
   fixed = {k: _value(v) for k, v in spec.get("fixed", {}).items()}
   runs: list[Run] = []
@@ -146,8 +148,15 @@ def expand(spec: str | Mapping[str, Any] | Sequence[str], *, out_root: str,
       if out_flag in flags:
         raise ValueError(f"--{out_flag} is set by the launcher (OUT_ROOT/<run name>).")
       name = run_name(params)
-      runs.append(Run(name=name, binary=binary, flags=tuple(flags.items()), params=params,
-                      out_dir=os.path.join(out_root, name)))
+      runs.append(
+        Run(
+          name=name,
+          binary=binary,
+          flags=tuple(flags.items()),
+          params=params,
+          out_dir=os.path.join(out_root, name),
+        )
+      )
   names = [r.name for r in runs]
   dupes = sorted({n for n in names if names.count(n) > 1})
   if dupes:
@@ -155,8 +164,7 @@ def expand(spec: str | Mapping[str, Any] | Sequence[str], *, out_root: str,
   return runs
 
 
-def expand_many(specs: Sequence[str], *, out_root: str, binary: str | None = None
-                ) -> list[Run]:
+def expand_many(specs: Sequence[str], *, out_root: str, binary: str | None = None) -> list[Run]:
   """Runs of several ``--sweep`` values: JSON files/strings (their runs concatenated)
   or ``flag=v1,v2`` items (one grid); mixing the two kinds is an error."""
   files = [s for s in specs if s.endswith(".json") or s.lstrip().startswith("{")]
@@ -184,14 +192,30 @@ def write_script(path: str, script: str) -> str:
   return path
 
 
-def write_manifest(runs: Sequence[Run], out_root: str,
-                   statuses: Mapping[str, tuple[str, float]] | None = None) -> str:
+def write_manifest(
+  runs: Sequence[Run], out_root: str, statuses: Mapping[str, tuple[str, float]] | None = None
+) -> str:
   """Writes ``out_root/runs.json`` (name, binary, out_dir, params, command[, status])."""
   os.makedirs(out_root, exist_ok=True)
   path = os.path.join(out_root, "runs.json")
   with open(path, "w") as f:
-    json.dump([{"name": r.name, "binary": r.binary, "out_dir": r.out_dir,
-                "params": dict(r.params), "command": r.command("python"),
-                **({"status": statuses[r.name][0], "seconds": statuses[r.name][1]}
-                   if statuses and r.name in statuses else {})} for r in runs], f, indent=2)
+    json.dump(
+      [
+        {
+          "name": r.name,
+          "binary": r.binary,
+          "out_dir": r.out_dir,
+          "params": dict(r.params),
+          "command": r.command("python"),
+          **(
+            {"status": statuses[r.name][0], "seconds": statuses[r.name][1]}
+            if statuses and r.name in statuses
+            else {}
+          ),
+        }
+        for r in runs
+      ],
+      f,
+      indent=2,
+    )
   return path

@@ -1,14 +1,6 @@
 """maxk: exact, jitted estimators for pass@k / max@k and best-of-n mathematics."""
 
-from maxk._src.metrics import max_at_k
-from maxk._src.metrics import pass_at_k
 from maxk._src.advantages import max_at_k_advantages
-from maxk._src.peers import grpo_advantages
-from maxk._src.peers import max_minus_second_advantages
-from maxk._src.peers import pass_at_k_training_advantages
-from maxk._src.peers import rloo_advantages
-from maxk._src.off_policy import max_at_k_advantages_off_policy
-from maxk._src.off_policy import max_at_k_surrogate
 from maxk._src.best_of_n import bon_kl
 from maxk._src.best_of_n import bon_kl_bound
 from maxk._src.best_of_n import bon_kl_estimate
@@ -25,5 +17,13 @@ from maxk._src.best_of_n import kl_divergence
 from maxk._src.best_of_n import max_at_k_exact
 from maxk._src.best_of_n import rewind_repeat_pmf
 from maxk._src.best_of_n import win_rate
+from maxk._src.metrics import max_at_k
+from maxk._src.metrics import pass_at_k
+from maxk._src.off_policy import max_at_k_advantages_off_policy
+from maxk._src.off_policy import max_at_k_surrogate
+from maxk._src.peers import grpo_advantages
+from maxk._src.peers import max_minus_second_advantages
+from maxk._src.peers import pass_at_k_training_advantages
+from maxk._src.peers import rloo_advantages
 
 __version__ = "0.1.0"

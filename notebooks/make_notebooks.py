@@ -19,7 +19,7 @@ from nbformat import v4
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-SETUP = r'''import os, sys
+SETUP = r"""import os, sys
 # Run from notebooks/ or the repository root: make `maxk` and `experiments` importable.
 for _p in ("..", "."):
     if os.path.isdir(os.path.join(_p, "maxk")) and os.path.abspath(_p) not in sys.path:
@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt
 %matplotlib inline
 plt.rcParams.update({"figure.dpi": 60, "savefig.dpi": 60, "figure.figsize": (9, 3.4)})
 import maxk
-print("SMOKE =", SMOKE, "| jax", jax.__version__, "| devices", jax.devices())'''
+print("SMOKE =", SMOKE, "| jax", jax.__version__, "| devices", jax.devices())"""
 
 
 def md(text, **meta):
@@ -52,15 +52,15 @@ def code(text, caption=None):
 # ------------------------------------------------------------------------------
 
 PKPO = [
-    md("""
+  md("""
 # Pass@k Policy Optimization (PKPO): the estimators as reward transforms
 
 Walder & Karkhanis, arXiv 2505.15201. Everything below calls the library (`maxk`) and the
 bandit experiment modules (`experiments.bandits`); nothing is re-implemented here. Set
 `MAXK_SMOKE=1` to run at tiny sizes (as the test suite does).
 """),
-    code(SETUP),
-    md("""
+  code(SETUP),
+  md("""
 ## Fig. 1: max@k of the Gaussian toy and its gradient vs theta
 
 PKPO's toy: x ~ N(theta, sigma = 0.1), reward x^2 on [0, 1], else 0. `GaussianToy.max_at_k`
@@ -68,7 +68,8 @@ is the exact max@k by quadrature; `jax.grad` gives its exact gradient. Larger k 
 optimum of theta towards the edge of the reward's support and makes the objective
 risk-seeking.
 """),
-    code("""
+  code(
+    """
 from experiments.bandits import policies
 toy = policies.GaussianToy(sigma=0.1)
 thetas = jnp.linspace(0.0, 1.4, 30 if SMOKE else 281)
@@ -84,8 +85,10 @@ for k in ks:
 ax0.set(xlabel="theta", ylabel="max@k", title="maxg@k of the Gaussian toy")
 ax1.set(xlabel="theta", ylabel="d max@k / d theta", title="its exact gradient")
 ax1.axhline(0, color="k", lw=0.5); ax0.legend(); fig.tight_layout(); plt.show()
-""", caption="PKPO Fig. 1: max@k of the Gaussian toy and its gradient vs theta, k in {1,2,4,8,16}."),
-    md("""
+""",
+    caption="PKPO Fig. 1: max@k of the Gaussian toy and its gradient vs theta, k in {1,2,4,8,16}.",
+  ),
+  md("""
 ## Fig. 2: estimator weights vs rank
 
 The unbiased max@k estimate is linear in the sorted rewards, sum_i w_i r_(i). We read the
@@ -93,7 +96,8 @@ weights off the library by differentiating `maxk.max_at_k` at distinct rewards: 
 probability that the i-th smallest of n samples is the maximum of a random k-subset,
 C(i-1, k-1) / C(n, k).
 """),
-    code("""
+  code(
+    """
 n = 8 if SMOKE else 32
 rewards = jnp.arange(n, dtype=jnp.float32)           # distinct, already sorted: rank = index
 fig, ax = plt.subplots(figsize=(6, 3.4))
@@ -105,8 +109,10 @@ for k in [1, 2, 4, 8, 16]:
 ax.set(xlabel="rank i of the reward (1 = smallest)", ylabel="weight w_i",
        title=f"max@k estimator weights, n={n}", yscale="log", ylim=(1e-6, 1.1))
 ax.legend(); fig.tight_layout(); plt.show()
-""", caption="PKPO Fig. 2: weight of each reward rank in the unbiased max@k estimator."),
-    md("""
+""",
+    caption="PKPO Fig. 2: weight of each reward rank in the unbiased max@k estimator.",
+  ),
+  md("""
 ## Fig. 5: transformed rewards for 32 uniform rewards
 
 `maxk.max_at_k_advantages` with every baseline, for n = 32 rewards drawn from U(0, 1),
@@ -114,7 +120,8 @@ plotted against the rank of the reward. Without a baseline (s) every sample is p
 the leave-one-out baselines (s^loo, s^(loo-1)) centre the transform so that only samples
 which raise the max of a k-subset are reinforced.
 """),
-    code("""
+  code(
+    """
 n = 8 if SMOKE else 32
 r = jnp.sort(jax.random.uniform(jax.random.key(0), (n,)))
 ks = [1, 4] if SMOKE else [1, 4, 8, 16]
@@ -127,8 +134,10 @@ for ax, k in zip(axes, ks):
     ax.set(title=f"k={k}", xlabel="rank"); ax.axhline(0, color="k", lw=0.5)
 axes[0].set_ylabel("transformed reward"); axes[-1].legend(fontsize=7)
 fig.tight_layout(); plt.show()
-""", caption="PKPO Fig. 5: transformed rewards of 32 uniform rewards for each baseline and k."),
-    md("""
+""",
+    caption="PKPO Fig. 5: transformed rewards of 32 uniform rewards for each baseline and k.",
+  ),
+  md("""
 ## Fig. 4: gradient variance vs n
 
 The Monte Carlo variance of each estimator's gradient for the Gaussian toy at theta = 1
@@ -136,7 +145,8 @@ The Monte Carlo variance of each estimator's gradient for the Gaussian toy at th
 code as `python -m experiments.bandit_variance`). The leave-one-out baselines cut the
 variance of the plain transform by orders of magnitude; all three are unbiased.
 """),
-    code("""
+  code(
+    """
 from experiments.bandits import variance
 setting = variance.gaussian_setting(theta=1.0, sigma=0.1)
 ns = [4, 8] if SMOKE else [4, 8, 16, 32, 64]
@@ -154,7 +164,9 @@ for ax, k in zip(axes[0], ks):
 axes[0][0].set_ylabel("gradient variance"); axes[0][-1].legend(fontsize=7)
 fig.tight_layout(); plt.show()
 print("max |bias| / stderr:", max(abs(row["bias_z"]) for row in rows))
-""", caption="PKPO Fig. 4: gradient variance vs n on the Gaussian toy for s, s^loo and s^(loo-1)."),
+""",
+    caption="PKPO Fig. 4: gradient variance vs n on the Gaussian toy for s, s^loo and s^(loo-1).",
+  ),
 ]
 
 # ------------------------------------------------------------------------------
@@ -162,15 +174,18 @@ print("max |bias| / stderr:", max(abs(row["bias_z"]) for row in rows))
 # ------------------------------------------------------------------------------
 
 BEST_OF_N = [
-    md("""
+  md("""
 # Best-of-n: exact KL vs the bound vs the estimator; win rate vs KL
 
 Beirami et al., "Theoretical guarantees on the best-of-n alignment policy" (arXiv
 2401.01879), computed exactly with `maxk.bon_*`. The full study (more references, n up to
 10^4, Monte Carlo d_n) is `python -m experiments.best_of_n --out_dir=...`.
 """),
-    code(SETUP + '\njax.config.update("jax_enable_x64", True)  # resolve tiny KL gaps, as the binary does'),
-    md("""
+  code(
+    SETUP
+    + '\njax.config.update("jax_enable_x64", True)  # resolve tiny KL gaps, as the binary does'
+  ),
+  md("""
 ## Exact KL vs log(n) - (n-1)/n vs the estimator d_n
 
 Three references: uniform over L = 100 outcomes, a "cherry-picked" one whose best outcome
@@ -178,7 +193,8 @@ has probability 1e-4, and a random Dirichlet(0.3) one. The formula is an upper b
 overshoots once n exceeds the number of likely outcomes; the exact expectation of d_n
 (`maxk.bon_kl_estimate_expectation`) stays close to the exact KL.
 """),
-    code("""
+  code(
+    """
 L = 20 if SMOKE else 100
 rng = np.random.default_rng(0)
 eps = 1e-4
@@ -200,14 +216,16 @@ for ax, (name, (p, r)) in zip(axes, refs.items()):
     ax.set(xscale="log", xlabel="n", title=name)
     print(f"{name:26s} n={ns[-1]}: KL={kl[-1]:.3f}  bound={bound[-1]:.3f}  E[d_n]={d_n[-1]:.3f}")
 axes[0].set_ylabel("nats"); axes[0].legend(fontsize=8); fig.tight_layout(); plt.show()
-""", caption="Best-of-n: exact KL(pi_n || pi) vs n beside the log n - (n-1)/n bound and E[d_n]."),
-    md("""
+""",
+    caption="Best-of-n: exact KL(pi_n || pi) vs n beside the log n - (n-1)/n bound and E[d_n].",
+  ),
+  md("""
 ## Monte Carlo d_n from best-of-n draws
 
 The estimator is averaged over draws Y ~ pi_n (sampled from the exact PMF `maxk.bon_pmf`);
 its spread shows how many draws are needed.
 """),
-    code("""
+  code("""
 p, r = refs["Dirichlet(0.3)"]
 draws = 20 if SMOKE else 400
 for n in [4, 64] if SMOKE else [4, 64, 1024]:
@@ -217,7 +235,7 @@ for n in [4, 64] if SMOKE else [4, 64, 1024]:
     print(f"n={n:5d}: exact KL {float(maxk.bon_kl(p, r, n)):.4f}   MC d_n {d.mean():.4f} "
           f"+- {d.std(ddof=1) / np.sqrt(draws):.4f}   bound {float(maxk.bon_kl_bound(n)):.4f}")
 """),
-    md("""
+  md("""
 ## Win rate vs KL: best-of-n vs rewind-and-repeat
 
 Best-of-n for n = 1..N, and rewind-and-repeat (`maxk.rewind_repeat_pmf`: draw until the
@@ -226,7 +244,8 @@ curve is (log n - (n-1)/n, n/(n+1)). At equal KL best-of-n mostly has the higher
 rate: for a continuum of rewards, rewind-and-repeat with tail mass a has KL log(1/a) and
 win rate 1 - a/2, while best-of-n reaches that win rate at KL about log(2/a) - 1.
 """),
-    code("""
+  code(
+    """
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharey=True)
 for ax, (name, (p, r)) in zip(axes, refs.items()):
     bon = [(float(maxk.bon_kl(p, r, int(n))), float(maxk.bon_win_rate(p, r, int(n)))) for n in ns]
@@ -242,7 +261,9 @@ for ax, (name, (p, r)) in zip(axes, refs.items()):
     ax.set(xlabel="KL (nats)", title=name, xlim=(0, 1.2 * max(k for k, _ in bon + rr)))
 axes[0].set_ylabel("win rate vs reference"); axes[0].legend(fontsize=7)
 fig.tight_layout(); plt.show()
-""", caption="Win rate vs KL: best-of-n against rewind-and-repeat on three references."),
+""",
+    caption="Win rate vs KL: best-of-n against rewind-and-repeat on three references.",
+  ),
 ]
 
 # ------------------------------------------------------------------------------
@@ -250,7 +271,7 @@ fig.tight_layout(); plt.show()
 # ------------------------------------------------------------------------------
 
 MAX_AT_K = [
-    md("""
+  md("""
 # max@k optimisation: on- vs off-policy weights
 
 "The Best of N Worlds: Aligning RL with Best-of-N Sampling via max@k Optimisation"
@@ -259,14 +280,15 @@ transform re-weights each k-subset by the importance weight of its members:
 `maxk.max_at_k_advantages_off_policy(rewards, log_ratio, k, method=...)` with the exact
 product of ratios or the paper's first-order expansion 1 + sum(rho - 1).
 """),
-    code(SETUP),
-    md("""
+  code(SETUP),
+  md("""
 ## The weights: on-policy vs off-policy (exact and first-order)
 
 n = 16 rewards, k = 4; the new policy is the old one moved by log-ratios of scale delta.
 At delta = 0 both off-policy transforms equal the on-policy one (`baseline="none"`).
 """),
-    code("""
+  code(
+    """
 n, k = (8, 2) if SMOKE else (16, 4)
 key_r, key_l = jax.random.split(jax.random.key(0))
 r = jnp.sort(jax.random.uniform(key_r, (n,)))
@@ -280,8 +302,10 @@ for ax, delta in zip(axes, [0.0, 0.1, 0.5]):
     ax.plot(maxk.max_at_k_advantages_off_policy(r, lr, k, method="first_order"), "x--", label="off-policy first-order")
     ax.set(title=f"log-ratio scale delta={delta}", xlabel="rank of reward")
 axes[0].set_ylabel("weight a_i"); axes[0].legend(fontsize=7); fig.tight_layout(); plt.show()
-""", caption="max@k paper: on-policy vs exact and first-order off-policy weights as the policy moves."),
-    md("""
+""",
+    caption="max@k paper: on-policy vs exact and first-order off-policy weights as the policy moves.",
+  ),
+  md("""
 ## First-order vs exact error as the policy moves
 
 (a) The weights themselves: the first-order weights differ from the exact ones by
@@ -292,7 +316,8 @@ logits = old + t * direction. The Monte Carlo mean of each estimator (all replic
 (`jax.grad` of `maxk.max_at_k_exact`): the exact weights stay unbiased (error at the Monte
 Carlo noise floor) while the first-order bias grows with t.
 """),
-    code("""
+  code(
+    """
 from experiments.bandits import estimators as est_lib, policies, variance
 deltas = np.logspace(-3, 0, 5 if SMOKE else 13)
 err = [float(jnp.max(jnp.abs(maxk.max_at_k_advantages_off_policy(r, d * z, k, method="first_order")
@@ -330,7 +355,9 @@ ax1.set(xlabel="policy shift t", ylabel="|E[g] - grad| / |grad|", title="(b) rel
 ax1.legend(fontsize=8); fig.tight_layout(); plt.show()
 for t, be, bf in zip(ts, bias["off_policy_exact"], bias["off_policy_first_order"]):
     print(f"t={t:.1f}: relative bias exact {be:.4f}, first-order {bf:.4f}")
-""", caption="First-order vs exact off-policy error: O(delta^2) weights and a gradient bias that grows with the shift."),
+""",
+    caption="First-order vs exact off-policy error: O(delta^2) weights and a gradient bias that grows with the shift.",
+  ),
 ]
 
 # ------------------------------------------------------------------------------
@@ -338,7 +365,7 @@ for t, be, bf in zip(ts, bias["off_policy_exact"], bias["off_policy_first_order"
 # ------------------------------------------------------------------------------
 
 LM = [
-    md("""
+  md("""
 # Small-LM RL: pass@k curves
 
 Reads the `results.csv` written by `python -m experiments.lm.main --config=... --workdir=DIR`
@@ -347,8 +374,8 @@ results.csv or a workdir) when set, else the committed sample `notebooks/data/lm
 (produced by the default config, see `notebooks/data/README.md`). No numbers are made up: if
 neither exists, the notebook says so.
 """),
-    code(SETUP),
-    code("""
+  code(SETUP),
+  code("""
 import csv
 path = os.environ.get("MAXK_LM_RESULTS", "")
 if path and os.path.isdir(path):
@@ -369,13 +396,14 @@ else:
           "`python -m experiments.lm.main --config=experiments/lm/configs/tiny.py --workdir=DIR` "
           "and set MAXK_LM_RESULTS=DIR.")
 """),
-    md("""
+  md("""
 ## pass@k and max@k vs k, after SFT and after RL with each estimator
 
 Unbiased estimates (`maxk.pass_at_k`, `maxk.max_at_k`) from n samples per held-out prompt.
 Optimising max@k with a larger k_opt trades pass@1 for pass@k at large k.
 """),
-    code("""
+  code(
+    """
 if rows:
     groups = {}
     for row in rows:
@@ -397,7 +425,9 @@ if rows:
         print(f"{key}: pass@1 = {by_k.get(1, float('nan')):.3f}, pass@{k_max} = {by_k.get(k_max, float('nan')):.3f}")
 else:
     print("Nothing to plot: no small-LM outputs are available yet.")
-""", caption="Small LM: pass@k and max@k vs k after SFT and after RL with each estimator and k_opt."),
+""",
+    caption="Small LM: pass@k and max@k vs k after SFT and after RL with each estimator and k_opt.",
+  ),
 ]
 
 NOTEBOOKS = {"pkpo": PKPO, "best_of_n": BEST_OF_N, "max_at_k": MAX_AT_K, "lm": LM}
@@ -405,8 +435,7 @@ NOTEBOOKS = {"pkpo": PKPO, "best_of_n": BEST_OF_N, "max_at_k": MAX_AT_K, "lm": L
 
 def build(name):
   nb = v4.new_notebook(cells=NOTEBOOKS[name])
-  nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                               "language": "python"}
+  nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
   nb.metadata["language_info"] = {"name": "python"}
   return nb
 
@@ -416,6 +445,7 @@ def main(argv):
   names = [a for a in argv[1:] if not a.startswith("--")] or list(NOTEBOOKS)
   sys.path.insert(0, ROOT)
   from experiments import report  # pylint: disable=g-import-not-at-top
+
   for name in names:
     path = os.path.join(HERE, f"{name}.ipynb")
     nbformat.write(build(name), path)
@@ -425,8 +455,10 @@ def main(argv):
       for cell in nb.cells:  # Keep committed files small and diffs quiet.
         cell.metadata.pop("execution", None)
       nbformat.write(nb, path)
-      print(f"{name}: executed in {time.time() - start:.0f} s, "
-            f"{os.path.getsize(path) / 1e3:.0f} kB", flush=True)
+      print(
+        f"{name}: executed in {time.time() - start:.0f} s, {os.path.getsize(path) / 1e3:.0f} kB",
+        flush=True,
+      )
 
 
 if __name__ == "__main__":

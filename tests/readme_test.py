@@ -30,7 +30,9 @@ def test_training_step_example_runs_and_learns():
 
 def test_ci_runs_readme_test_command():
   readme = _readme()
-  test_line = next(l for l in readme.splitlines() if "pytest" in l and l.startswith("python3"))
+  test_line = next(
+    line for line in readme.splitlines() if "pytest" in line and line.startswith("python3")
+  )
   test_command = test_line.split("&&")[-1].strip()
   with open(os.path.join(_ROOT, ".ci", "run")) as f:
     ci = f.read()

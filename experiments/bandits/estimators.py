@@ -21,8 +21,8 @@ policy-gradient estimate. The names are the ``estimator`` column of the studies:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -47,12 +47,19 @@ class Estimator:
     off_policy: whether it consumes samples from a sampling policy via ``log_ratio``.
     fn: ``(rewards, k, log_ratio, pass_threshold) -> advantages``.
   """
+
   name: str
   off_policy: bool
   fn: AdvantageFn
 
-  def __call__(self, rewards: jax.Array, k: int, *, log_ratio: jax.Array | None = None,
-               pass_threshold: float = 0.5) -> jax.Array:
+  def __call__(
+    self,
+    rewards: jax.Array,
+    k: int,
+    *,
+    log_ratio: jax.Array | None = None,
+    pass_threshold: float = 0.5,
+  ) -> jax.Array:
     """Advantages ``[..., n]`` for ``rewards [..., n]`` (samples on the last axis)."""
     rewards = jnp.asarray(rewards, jnp.float32)
     if log_ratio is None:
@@ -84,6 +91,7 @@ def _baseline(name: str) -> AdvantageFn:
   def fn(rewards, k, log_ratio, pass_threshold):
     del log_ratio, pass_threshold
     return maxk.max_at_k_advantages(rewards, k, baseline=name)
+
   return fn
 
 
@@ -112,18 +120,18 @@ def _off_policy(method: str) -> AdvantageFn:
   def fn(rewards, k, log_ratio, pass_threshold):
     del pass_threshold
     return maxk.max_at_k_advantages_off_policy(rewards, log_ratio, k, method=method)
+
   return fn
 
 
 ESTIMATORS: dict[str, Estimator] = {
-    **{name: Estimator(name, False, _baseline(name)) for name in BASELINES},
-    "grpo": Estimator("grpo", False, _grpo),
-    "rloo": Estimator("rloo", False, _rloo),
-    "max_minus_second": Estimator("max_minus_second", False, _max_minus_second),
-    "pass_at_k_training": Estimator("pass_at_k_training", False, _pass_at_k_training),
-    "off_policy_exact": Estimator("off_policy_exact", True, _off_policy("exact")),
-    "off_policy_first_order": Estimator(
-        "off_policy_first_order", True, _off_policy("first_order")),
+  **{name: Estimator(name, False, _baseline(name)) for name in BASELINES},
+  "grpo": Estimator("grpo", False, _grpo),
+  "rloo": Estimator("rloo", False, _rloo),
+  "max_minus_second": Estimator("max_minus_second", False, _max_minus_second),
+  "pass_at_k_training": Estimator("pass_at_k_training", False, _pass_at_k_training),
+  "off_policy_exact": Estimator("off_policy_exact", True, _off_policy("exact")),
+  "off_policy_first_order": Estimator("off_policy_first_order", True, _off_policy("first_order")),
 }
 assert tuple(ESTIMATORS) == ESTIMATOR_NAMES
 

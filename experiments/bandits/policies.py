@@ -33,7 +33,6 @@ from scipy import stats
 
 import maxk
 
-
 # ------------------------------------------------------------------------------
 # PKPO's Gaussian toy.
 # ------------------------------------------------------------------------------
@@ -93,10 +92,10 @@ def gaussian_max_at_k_grad_float64(theta: float, sigma: float, k: int) -> float:
 
 def _quad(integrand, theta: float, sigma: float) -> float:
   # Break points where the integrand varies fastest (around theta +- a few sigma).
-  points = sorted({float(np.clip(theta + c * sigma, 0.0, 1.0)) for c in (-3, 0, 3)}
-                  - {0.0, 1.0})
-  value, _ = integrate.quad(integrand, 0.0, 1.0, points=points or None,
-                            epsabs=1e-13, epsrel=1e-12, limit=500)
+  points = sorted({float(np.clip(theta + c * sigma, 0.0, 1.0)) for c in (-3, 0, 3)} - {0.0, 1.0})
+  value, _ = integrate.quad(
+    integrand, 0.0, 1.0, points=points or None, epsabs=1e-13, epsrel=1e-12, limit=500
+  )
   return float(value)
 
 
@@ -107,6 +106,7 @@ class GaussianToy:
   Parameters are the scalar ``theta`` (a float32 array of shape ``[]``); the
   gradient dimension is 1.
   """
+
   sigma: float = 0.1
   name: str = "gaussian"
 
@@ -135,8 +135,9 @@ class GaussianToy:
     """Exact max@k by fixed Gauss-Legendre quadrature (jittable, differentiable)."""
     u = jnp.asarray(_GL_NODES, jnp.float32)
     w = jnp.asarray(_GL_WEIGHTS, jnp.float32)
-    g = (jax.scipy.special.ndtr((1.0 - params) / self.sigma)
-         - jax.scipy.special.ndtr((u - params) / self.sigma))
+    g = jax.scipy.special.ndtr((1.0 - params) / self.sigma) - jax.scipy.special.ndtr(
+      (u - params) / self.sigma
+    )
     g = jnp.clip(g, 0.0, 1.0)
     return jnp.sum(w * 2.0 * u * -jnp.expm1(k * jnp.log1p(-g)))
 
@@ -147,8 +148,9 @@ class GaussianToy:
     elif threshold > 1.0:
       p = jnp.zeros_like(params)
     else:
-      p = (jax.scipy.special.ndtr((1.0 - params) / self.sigma)
-           - jax.scipy.special.ndtr((np.sqrt(threshold) - params) / self.sigma))
+      p = jax.scipy.special.ndtr((1.0 - params) / self.sigma) - jax.scipy.special.ndtr(
+        (np.sqrt(threshold) - params) / self.sigma
+      )
     return -jnp.expm1(k * jnp.log1p(-jnp.clip(p, 0.0, 1.0)))
 
   def exact_gradient(self, params, k: int) -> np.ndarray:
@@ -164,6 +166,7 @@ class GaussianToy:
 @dataclasses.dataclass(frozen=True, eq=False)
 class CategoricalBandit:
   """A softmax policy over ``L`` arms with fixed ``rewards [L]``; parameters: logits ``[L]``."""
+
   rewards: np.ndarray
   name: str = "categorical"
 
@@ -210,8 +213,9 @@ class CategoricalBandit:
     return np.asarray(grad, np.float64)
 
 
-def random_bandit(num_arms: int, *, seed: int, logit_scale: float = 1.0
-                  ) -> tuple[CategoricalBandit, jax.Array]:
+def random_bandit(
+  num_arms: int, *, seed: int, logit_scale: float = 1.0
+) -> tuple[CategoricalBandit, jax.Array]:
   """Rewards evenly spaced on [0, 1]; logits ``~ N(0, logit_scale^2)`` drawn from ``seed``."""
   rewards = np.linspace(0.0, 1.0, num_arms)
   logits = logit_scale * np.random.default_rng(seed).standard_normal(num_arms)
@@ -220,12 +224,12 @@ def random_bandit(num_arms: int, *, seed: int, logit_scale: float = 1.0
 
 def easy_bandit(num_arms: int) -> tuple[CategoricalBandit, jax.Array]:
   """Rewards evenly spaced on [0, 1]; uniform initial policy."""
-  return (CategoricalBandit(np.linspace(0.0, 1.0, num_arms)),
-          jnp.zeros((num_arms,), jnp.float32))
+  return (CategoricalBandit(np.linspace(0.0, 1.0, num_arms)), jnp.zeros((num_arms,), jnp.float32))
 
 
-def hard_bandit(num_arms: int, *, best_arm_prob: float = 0.01, decoy_reward: float = 0.6
-                ) -> tuple[CategoricalBandit, jax.Array]:
+def hard_bandit(
+  num_arms: int, *, best_arm_prob: float = 0.01, decoy_reward: float = 0.6
+) -> tuple[CategoricalBandit, jax.Array]:
   """A bandit whose best arm starts with small probability, next to a tempting decoy.
 
   Arm 0 is the best arm (reward 1) with initial probability ``best_arm_prob``;
@@ -240,9 +244,7 @@ def hard_bandit(num_arms: int, *, best_arm_prob: float = 0.01, decoy_reward: flo
     raise ValueError(f"best_arm_prob={best_arm_prob} must satisfy 0 < best_arm_prob < 1.")
   if not 0.0 < decoy_reward < 1.0:
     raise ValueError(f"decoy_reward={decoy_reward} must satisfy 0 < decoy_reward < 1.")
-  rewards = np.concatenate([[1.0, decoy_reward],
-                            np.linspace(0.0, decoy_reward / 2, num_arms - 2)])
+  rewards = np.concatenate([[1.0, decoy_reward], np.linspace(0.0, decoy_reward / 2, num_arms - 2)])
   logits = np.zeros(num_arms)
   logits[0] = np.log(best_arm_prob * (num_arms - 1) / (1.0 - best_arm_prob))
   return CategoricalBandit(rewards), jnp.asarray(logits, jnp.float32)
-

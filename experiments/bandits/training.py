@@ -17,8 +17,8 @@ schedule segment, ``vmap`` over seeds.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
+import dataclasses
 from typing import Any
 
 import jax
@@ -37,6 +37,7 @@ class Schedule:
     spec: the string it was parsed from (its ``results.csv`` label).
     segments: ``((k, num_steps), ...)`` in order; the step counts sum to the run's.
   """
+
   spec: str
   segments: tuple[tuple[int, int], ...]
 
@@ -72,7 +73,8 @@ def parse_schedule(spec: str, num_steps: int) -> Schedule:
     values = [int(p) for p in parts]
   except ValueError as e:
     raise ValueError(
-        f"schedule={spec!r} must look like 'k' or 'k0:t1:k1[:t2:k2...]' (integers).") from e
+      f"schedule={spec!r} must look like 'k' or 'k0:t1:k1[:t2:k2...]' (integers)."
+    ) from e
   ks, switches = values[0::2], values[1::2]
   for k in ks:
     if k < 1:
@@ -80,8 +82,10 @@ def parse_schedule(spec: str, num_steps: int) -> Schedule:
   bounds = [0, *switches, num_steps]
   for lo, hi in zip(bounds[:-1], bounds[1:]):
     if not lo < hi:
-      raise ValueError(f"schedule={spec!r}: switch steps {switches} must be strictly "
-                       f"increasing inside (0, num_steps={num_steps}).")
+      raise ValueError(
+        f"schedule={spec!r}: switch steps {switches} must be strictly "
+        f"increasing inside (0, num_steps={num_steps})."
+      )
   segments = tuple((k, hi - lo) for k, lo, hi in zip(ks, bounds[:-1], bounds[1:]))
   return Schedule(str(spec), segments)
 
@@ -95,18 +99,30 @@ def make_optimizer(name: str, learning_rate: float) -> optax.GradientTransformat
   raise ValueError(f"Unknown optimizer={name!r}; valid options are ['adam', 'sgd'].")
 
 
-def evaluate(policy, params: jax.Array, k_evals: Sequence[int], pass_threshold: float
-             ) -> tuple[jax.Array, jax.Array]:
+def evaluate(
+  policy, params: jax.Array, k_evals: Sequence[int], pass_threshold: float
+) -> tuple[jax.Array, jax.Array]:
   """Exact ``(max@k, pass@k)`` of the policy for every k in ``k_evals``: two ``[K]`` arrays."""
   max_k = jnp.stack([policy.max_at_k(params, k) for k in k_evals])
   pass_k = jnp.stack([policy.pass_at_k(params, k, pass_threshold) for k in k_evals])
   return max_k, pass_k
 
 
-def train(policy, init_params: jax.Array, key: jax.Array, *, estimator: str,
-          schedule: Schedule, n: int, num_seeds: int, k_evals: Sequence[int],
-          pass_threshold: float, optimizer: str = "adam", learning_rate: float = 0.1,
-          inner_steps: int = 1) -> dict[str, np.ndarray]:
+def train(
+  policy,
+  init_params: jax.Array,
+  key: jax.Array,
+  *,
+  estimator: str,
+  schedule: Schedule,
+  n: int,
+  num_seeds: int,
+  k_evals: Sequence[int],
+  pass_threshold: float,
+  optimizer: str = "adam",
+  learning_rate: float = 0.1,
+  inner_steps: int = 1,
+) -> dict[str, np.ndarray]:
   """Trains ``num_seeds`` independent copies of ``policy`` from ``init_params``.
 
   Args:
@@ -132,8 +148,9 @@ def train(policy, init_params: jax.Array, key: jax.Array, *, estimator: str,
   if n < 2:
     raise ValueError(f"n={n} must satisfy n >= 2.")
   if schedule.max_k > n:
-    raise ValueError(f"schedule={schedule.spec!r}: k={schedule.max_k} must satisfy "
-                     f"1 <= k <= n={n}.")
+    raise ValueError(
+      f"schedule={schedule.spec!r}: k={schedule.max_k} must satisfy 1 <= k <= n={n}."
+    )
   if num_seeds < 1:
     raise ValueError(f"num_seeds={num_seeds} must satisfy num_seeds >= 1.")
   if inner_steps < 1:
@@ -177,8 +194,13 @@ def train(policy, init_params: jax.Array, key: jax.Array, *, estimator: str,
   return {"max_at_k": np.asarray(max_k), "pass_at_k": np.asarray(pass_k), "k_opt": k_opt}
 
 
-def summarize(curves: dict[str, np.ndarray], *, labels: dict[str, Any],
-              k_evals: Sequence[int], solved_level: float = 0.5) -> list[dict[str, Any]]:
+def summarize(
+  curves: dict[str, np.ndarray],
+  *,
+  labels: dict[str, Any],
+  k_evals: Sequence[int],
+  solved_level: float = 0.5,
+) -> list[dict[str, Any]]:
   """One results.csv row per k_eval: final and time-averaged metrics across seeds.
 
   ``solved_fraction`` is the fraction of seeds whose final pass@k_eval is at least
@@ -188,7 +210,8 @@ def summarize(curves: dict[str, np.ndarray], *, labels: dict[str, Any],
   for j, k in enumerate(k_evals):
     final_max = curves["max_at_k"][:, -1, j]
     final_pass = curves["pass_at_k"][:, -1, j]
-    rows.append({
+    rows.append(
+      {
         **labels,
         "k_eval": int(k),
         "num_seeds": int(final_max.shape[0]),
@@ -202,21 +225,30 @@ def summarize(curves: dict[str, np.ndarray], *, labels: dict[str, Any],
         "final_pass_at_k_std": float(final_pass.std()),
         "auc_pass_at_k": float(curves["pass_at_k"][:, :, j].mean()),
         "solved_fraction": float(np.mean(final_pass >= solved_level)),
-    })
+      }
+    )
   return rows
 
 
-def plot_curves(runs: Sequence[tuple[str, dict[str, np.ndarray]]], *, title: str,
-                k_evals: Sequence[int], path: str) -> None:
+def plot_curves(
+  runs: Sequence[tuple[str, dict[str, np.ndarray]]],
+  *,
+  title: str,
+  k_evals: Sequence[int],
+  path: str,
+) -> None:
   """Exact max@k (top row) and pass@k (bottom row) vs step, one column per k_eval.
 
   Lines are the mean over seeds; bands span the 10th to 90th percentile of the seeds.
   """
   import matplotlib  # pylint: disable=g-import-not-at-top
+
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  fig, axes = plt.subplots(2, len(k_evals), figsize=(3.4 * len(k_evals) + 2.8, 6.4),
-                           squeeze=False, sharex=True)
+
+  fig, axes = plt.subplots(
+    2, len(k_evals), figsize=(3.4 * len(k_evals) + 2.8, 6.4), squeeze=False, sharex=True
+  )
   cmap = plt.get_cmap("tab10")
   for row, metric in enumerate(["max_at_k", "pass_at_k"]):
     for col, k in enumerate(k_evals):

@@ -22,9 +22,9 @@ the off-policy ones share one group drawn from the sampling policy.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import jax
@@ -45,6 +45,7 @@ class Setting:
     old: parameters of the sampling policy of the off-policy estimators.
     shift: the size of the shift between ``old`` and ``target`` (logged per row).
   """
+
   policy: Any
   target: jax.Array
   old: jax.Array
@@ -61,17 +62,26 @@ def gaussian_setting(theta: float = 1.0, sigma: float = 0.1, shift: float = 0.05
   return Setting(policy, policy.init_params(theta), policy.init_params(theta - shift), shift)
 
 
-def categorical_setting(num_arms: int = 10, *, seed: int = 0, logit_scale: float = 1.0,
-                        shift: float = 0.5) -> Setting:
+def categorical_setting(
+  num_arms: int = 10, *, seed: int = 0, logit_scale: float = 1.0, shift: float = 0.5
+) -> Setting:
   """A random softmax bandit; off-policy logits are ``logits + shift * N(0, I)`` noise."""
   policy, logits = policies.random_bandit(num_arms, seed=seed, logit_scale=logit_scale)
   noise = np.random.default_rng([seed, 1]).standard_normal(num_arms)
   return Setting(policy, logits, logits + jnp.asarray(shift * noise, jnp.float32), shift)
 
 
-def gradient_estimates(policy, target: jax.Array, old: jax.Array, key: jax.Array, *,
-                       n: int, k: int, estimators: Sequence[estimators_lib.Estimator],
-                       pass_threshold: float) -> jax.Array:
+def gradient_estimates(
+  policy,
+  target: jax.Array,
+  old: jax.Array,
+  key: jax.Array,
+  *,
+  n: int,
+  k: int,
+  estimators: Sequence[estimators_lib.Estimator],
+  pass_threshold: float,
+) -> jax.Array:
   """One replicate: every estimator's gradient estimate, shape ``[len(estimators), dim]``."""
   key_on, key_off = jax.random.split(key)
   y = policy.sample(target, key_on, n)
@@ -93,9 +103,17 @@ def gradient_estimates(policy, target: jax.Array, old: jax.Array, key: jax.Array
   return jnp.stack(grads)
 
 
-def monte_carlo(setting: Setting, key: jax.Array, *, n: int, k: int, num_replicates: int,
-                estimators: Sequence[estimators_lib.Estimator], pass_threshold: float,
-                center: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def monte_carlo(
+  setting: Setting,
+  key: jax.Array,
+  *,
+  n: int,
+  k: int,
+  num_replicates: int,
+  estimators: Sequence[estimators_lib.Estimator],
+  pass_threshold: float,
+  center: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
   """Monte Carlo mean and per-coordinate variance of every estimator's gradient.
 
   All ``num_replicates`` groups are drawn and evaluated in one jitted ``vmap``.
@@ -127,9 +145,9 @@ def monte_carlo(setting: Setting, key: jax.Array, *, n: int, k: int, num_replica
   @jax.jit
   def run(target, old, key, center32):
     keys = jax.random.split(key, num_replicates)
-    one = lambda kk: gradient_estimates(policy, target, old, kk, n=n, k=k,
-                                        estimators=estimators,
-                                        pass_threshold=pass_threshold)
+    one = lambda kk: gradient_estimates(
+      policy, target, old, kk, n=n, k=k, estimators=estimators, pass_threshold=pass_threshold
+    )
     g = jax.vmap(one)(keys) - center32  # [R, E, dim]
     mean = jnp.mean(g, axis=0)
     var = jnp.sum((g - mean) ** 2, axis=0) / (num_replicates - 1)
@@ -140,9 +158,18 @@ def monte_carlo(setting: Setting, key: jax.Array, *, n: int, k: int, num_replica
   return mean, np.asarray(var, np.float64)
 
 
-def summarize(*, policy: str, estimator: estimators_lib.Estimator, n: int, k: int,
-              shift: float, mean: np.ndarray, variance: np.ndarray, exact: np.ndarray,
-              num_replicates: int) -> dict[str, Any]:
+def summarize(
+  *,
+  policy: str,
+  estimator: estimators_lib.Estimator,
+  n: int,
+  k: int,
+  shift: float,
+  mean: np.ndarray,
+  variance: np.ndarray,
+  exact: np.ndarray,
+  num_replicates: int,
+) -> dict[str, Any]:
   """One results.csv row from an estimator's Monte Carlo mean and variance ``[dim]``."""
   mean = np.asarray(mean, np.float64)
   exact = np.asarray(exact, np.float64)
@@ -157,31 +184,36 @@ def summarize(*, policy: str, estimator: estimators_lib.Estimator, n: int, k: in
     exact_s, bias = exact_norm, float(np.linalg.norm(mean - exact))
   denom = mean_norm * exact_norm
   return {
-      "policy": policy,
-      "estimator": estimator.name,
-      "n": n,
-      "k": k,
-      "shift": shift if estimator.off_policy else 0.0,
-      "num_replicates": num_replicates,
-      "mean": mean_s,
-      "exact_gradient": exact_s,
-      "bias": bias,
-      "variance": total_var,
-      "stderr": stderr,
-      "bias_z": bias / stderr if stderr > 0 else float("nan"),
-      "relative_bias": bias / exact_norm if exact_norm > 0 else float("nan"),
-      "relative_variance": total_var / mean_norm**2 if mean_norm > 0 else float("nan"),
-      "cosine": float(mean @ exact / denom) if denom > 0 else float("nan"),
-      "expected_unbiased": estimator.expected_unbiased(
-          n, k, shift if estimator.off_policy else 0.0),
+    "policy": policy,
+    "estimator": estimator.name,
+    "n": n,
+    "k": k,
+    "shift": shift if estimator.off_policy else 0.0,
+    "num_replicates": num_replicates,
+    "mean": mean_s,
+    "exact_gradient": exact_s,
+    "bias": bias,
+    "variance": total_var,
+    "stderr": stderr,
+    "bias_z": bias / stderr if stderr > 0 else float("nan"),
+    "relative_bias": bias / exact_norm if exact_norm > 0 else float("nan"),
+    "relative_variance": total_var / mean_norm**2 if mean_norm > 0 else float("nan"),
+    "cosine": float(mean @ exact / denom) if denom > 0 else float("nan"),
+    "expected_unbiased": estimator.expected_unbiased(n, k, shift if estimator.off_policy else 0.0),
   }
 
 
-def run_study(settings: Sequence[Setting], *, ns: Iterable[int], ks: Iterable[int],
-              num_replicates: int, estimator_names: Sequence[str], seed: int,
-              pass_threshold: float,
-              progress: Callable[[Iterable], Iterable] = lambda x: x,
-              ) -> list[dict[str, Any]]:
+def run_study(
+  settings: Sequence[Setting],
+  *,
+  ns: Iterable[int],
+  ks: Iterable[int],
+  num_replicates: int,
+  estimator_names: Sequence[str],
+  seed: int,
+  pass_threshold: float,
+  progress: Callable[[Iterable], Iterable] = lambda x: x,
+) -> list[dict[str, Any]]:
   """Every (policy, k, n) cell with ``k <= n``: one row per estimator.
 
   Each cell is one jitted computation over all replicates and estimators; its key
@@ -190,8 +222,9 @@ def run_study(settings: Sequence[Setting], *, ns: Iterable[int], ks: Iterable[in
   """
   ests = [estimators_lib.get(name) for name in estimators_lib.parse_names(estimator_names)]
   ns, ks = sorted(set(ns)), sorted(set(ks))
-  cells = [(s, setting, k, n) for s, setting in enumerate(settings)
-           for k in ks for n in ns if k <= n]
+  cells = [
+    (s, setting, k, n) for s, setting in enumerate(settings) for k in ks for n in ns if k <= n
+  ]
   if not cells:
     raise ValueError(f"No cell with k <= n: ks={ks}, ns={ns}.")
   base = jax.random.key(seed)
@@ -202,13 +235,30 @@ def run_study(settings: Sequence[Setting], *, ns: Iterable[int], ks: Iterable[in
       exact_cache[s, k] = setting.policy.exact_gradient(setting.target, k)
     exact = exact_cache[s, k]
     key = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(base, s), k), n)
-    mean, var = monte_carlo(setting, key, n=n, k=k, num_replicates=num_replicates,
-                            estimators=ests, pass_threshold=pass_threshold,
-                            center=exact)
+    mean, var = monte_carlo(
+      setting,
+      key,
+      n=n,
+      k=k,
+      num_replicates=num_replicates,
+      estimators=ests,
+      pass_threshold=pass_threshold,
+      center=exact,
+    )
     for e, est in enumerate(ests):
-      rows.append(summarize(policy=setting.name, estimator=est, n=n, k=k,
-                            shift=setting.shift, mean=mean[e], variance=var[e],
-                            exact=exact, num_replicates=num_replicates))
+      rows.append(
+        summarize(
+          policy=setting.name,
+          estimator=est,
+          n=n,
+          k=k,
+          shift=setting.shift,
+          mean=mean[e],
+          variance=var[e],
+          exact=exact,
+          num_replicates=num_replicates,
+        )
+      )
   return rows
 
 
@@ -219,10 +269,14 @@ def run_study(settings: Sequence[Setting], *, ns: Iterable[int], ks: Iterable[in
 
 def _style(names: Sequence[str]) -> dict[str, dict[str, Any]]:
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+
   cmap = plt.get_cmap("tab20")
   markers = "osD^v<>phX*"
-  return {name: {"color": cmap(i % 20), "marker": markers[i % len(markers)]}
-          for i, name in enumerate(estimators_lib.ESTIMATOR_NAMES) if name in names}
+  return {
+    name: {"color": cmap(i % 20), "marker": markers[i % len(markers)]}
+    for i, name in enumerate(estimators_lib.ESTIMATOR_NAMES)
+    if name in names
+  }
 
 
 def _select(rows, **where):
@@ -235,8 +289,10 @@ def _figure(rows: Sequence[dict[str, Any]], policy: str):
   Returns (pyplot, the policy's rows, ks, estimator names present, styles, fig, axes).
   """
   import matplotlib  # pylint: disable=g-import-not-at-top
+
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+
   rows = _select(rows, policy=policy)
   ks = sorted({r["k"] for r in rows})
   names = [n for n in estimators_lib.ESTIMATOR_NAMES if _select(rows, estimator=n)]
@@ -263,8 +319,8 @@ def plot_variance(rows: Sequence[dict[str, Any]], policy: str, path: str) -> Non
   plt, rows, ks, names, style, fig, axes = _figure(rows, policy)
   for c, k in enumerate(ks):
     for row_idx, (column, label) in enumerate(
-        [("variance", "variance (sum over coords)"),
-         ("relative_variance", "variance / |mean|^2")]):
+      [("variance", "variance (sum over coords)"), ("relative_variance", "variance / |mean|^2")]
+    ):
       ax = axes[row_idx, c]
       for name in names:
         sel = sorted(_select(rows, k=k, estimator=name), key=lambda r: r["n"])
@@ -272,8 +328,11 @@ def plot_variance(rows: Sequence[dict[str, Any]], policy: str, path: str) -> Non
         ys = [r[column] for r in sel]
         # Drop numerically-zero variances (an estimator whose advantages vanish,
         # e.g. mean_std at n == k): they are float noise, not a measurement.
-        keep = [(x, y) for x, y, r in zip(xs, ys, sel)
-                if np.isfinite(y) and y > 0 and r["variance"] > 1e-9 * r["exact_gradient"]**2]
+        keep = [
+          (x, y)
+          for x, y, r in zip(xs, ys, sel)
+          if np.isfinite(y) and y > 0 and r["variance"] > 1e-9 * r["exact_gradient"] ** 2
+        ]
         if not keep:
           continue
         ax.plot(*zip(*keep), label=name, **style[name], markersize=4)
@@ -308,15 +367,18 @@ def plot_bias(rows: Sequence[dict[str, Any]], policy: str, path: str) -> None:
         xs = [r["n"] * 2 ** (0.04 * (j - len(names) / 2)) for r in sel]
         ys = [r["bias"] / abs(s) for r, s in zip(sel, scale)]
         es = [2 * r["stderr"] / abs(s) for r, s in zip(sel, scale)]
-        ax.errorbar(xs, ys, yerr=es, label=name, capsize=2, linestyle="-", markersize=4,
-                    **style[name])
+        ax.errorbar(
+          xs, ys, yerr=es, label=name, capsize=2, linestyle="-", markersize=4, **style[name]
+        )
       ax.axhline(0.0, color="k", linewidth=0.8)
       ax.set_xscale("log", base=2)
       if not only_unbiased:
         ax.set_yscale("symlog", linthresh=1e-2)
       ax.set_xlabel("n (samples per group)")
       ax.set_ylabel("bias / |exact gradient|  (+-2 s.e.)")
-      ax.set_title(f"{policy}, k={k}: "
-                   + ("expected-unbiased estimators" if only_unbiased else "all estimators"))
+      ax.set_title(
+        f"{policy}, k={k}: "
+        + ("expected-unbiased estimators" if only_unbiased else "all estimators")
+      )
       ax.grid(True, which="both", alpha=0.3)
   _finish_figure(plt, fig, axes[1, 0], path)

@@ -27,9 +27,9 @@ so none is lost.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import json
 import os
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -87,9 +87,12 @@ class Checkpointer:
 
   def __init__(self, directory: str, *, max_to_keep: int = 2):
     self.directory = directory
-    options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True,
-                                           cleanup_tmp_directories=True,
-                                           enable_async_checkpointing=False)
+    options = ocp.CheckpointManagerOptions(
+      max_to_keep=max_to_keep,
+      create=True,
+      cleanup_tmp_directories=True,
+      enable_async_checkpointing=False,
+    )
     self.manager = ocp.CheckpointManager(directory, options=options)
 
   def latest_step(self) -> int | None:
@@ -102,7 +105,8 @@ class Checkpointer:
   def restore(self, step: int, like: Any) -> Any:
     """Restores ``step`` into the structure, shapes and shardings of ``like``."""
     abstract = jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), like)
+      lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), like
+    )
     return self.manager.restore(step, args=ocp.args.StandardRestore(abstract))
 
   def close(self) -> None:

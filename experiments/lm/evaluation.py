@@ -13,16 +13,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from flax import nnx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 
-import maxk
 from experiments.lm import model as model_lib
 from experiments.lm import parallel
 from experiments.lm import sampling
 from experiments.lm import tasks as tasks_lib
+import maxk
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,9 +37,20 @@ def make_eval_set(task: tasks_lib.Task, seed: int, num_prompts: int) -> EvalSet:
   return EvalSet(prompts, tasks_lib.encode_prompts(prompts))
 
 
-def sample_and_score(graphdef: nnx.GraphDef, params: Any, cfg: model_lib.ModelConfig,
-                     task: tasks_lib.Task, prompts: list[str], prompt_ids: np.ndarray,
-                     rng: jax.Array, n: int, mesh, *, temperature: float, top_p: float):
+def sample_and_score(
+  graphdef: nnx.GraphDef,
+  params: Any,
+  cfg: model_lib.ModelConfig,
+  task: tasks_lib.Task,
+  prompts: list[str],
+  prompt_ids: np.ndarray,
+  rng: jax.Array,
+  n: int,
+  mesh,
+  *,
+  temperature: float,
+  top_p: float,
+):
   """Samples n completions per prompt and scores them.
 
   Returns:
@@ -48,8 +59,16 @@ def sample_and_score(graphdef: nnx.GraphDef, params: Any, cfg: model_lib.ModelCo
   """
   num_prompts = len(prompts)
   rows = parallel.put_rows(sampling.repeat_prompts(prompt_ids, n), mesh)
-  out = sampling.generate(graphdef, params, rows, rng, cfg=cfg, max_new=task.completion_len,
-                          temperature=temperature, top_p=top_p)
+  out = sampling.generate(
+    graphdef,
+    params,
+    rows,
+    rng,
+    cfg=cfg,
+    max_new=task.completion_len,
+    temperature=temperature,
+    top_p=top_p,
+  )
   host = {name: parallel.to_host(x).reshape(num_prompts, n, -1) for name, x in out.items()}
   host["binary"], host["continuous"] = tasks_lib.score_batch(task, prompts, host["tokens"])
   return host
@@ -64,9 +83,20 @@ def all_k_metrics(binary_Pxn: jax.Array, continuous_Pxn: jax.Array):
   return pass_at_k, max_at_k
 
 
-def evaluate(graphdef, params, cfg, task, eval_set: EvalSet, rng: jax.Array, n: int, mesh, *,
-             temperature: float = 1.0, top_p: float = 1.0,
-             chunk_prompts: int = 0) -> dict[str, Any]:
+def evaluate(
+  graphdef,
+  params,
+  cfg,
+  task,
+  eval_set: EvalSet,
+  rng: jax.Array,
+  n: int,
+  mesh,
+  *,
+  temperature: float = 1.0,
+  top_p: float = 1.0,
+  chunk_prompts: int = 0,
+) -> dict[str, Any]:
   """Evaluation metrics (JSON-ready) and the per-prompt ``solved`` vector.
 
   Args:
@@ -82,17 +112,31 @@ def evaluate(graphdef, params, cfg, task, eval_set: EvalSet, rng: jax.Array, n: 
   parts = []
   for c, start in enumerate(range(0, num_prompts, chunk)):
     sl = slice(start, start + chunk)
-    parts.append(sample_and_score(graphdef, params, cfg, task, eval_set.prompts[sl],
-                                  eval_set.prompt_ids[sl], jax.random.fold_in(rng, c), n,
-                                  mesh, temperature=temperature, top_p=top_p))
+    parts.append(
+      sample_and_score(
+        graphdef,
+        params,
+        cfg,
+        task,
+        eval_set.prompts[sl],
+        eval_set.prompt_ids[sl],
+        jax.random.fold_in(rng, c),
+        n,
+        mesh,
+        temperature=temperature,
+        top_p=top_p,
+      )
+    )
   cat = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
-  pass_at_k, max_at_k = (np.asarray(x).tolist() for x in all_k_metrics(
-      jnp.asarray(cat["binary"]), jnp.asarray(cat["continuous"])))
+  pass_at_k, max_at_k = (
+    np.asarray(x).tolist()
+    for x in all_k_metrics(jnp.asarray(cat["binary"]), jnp.asarray(cat["continuous"]))
+  )
   mask = cat["mask"]
   metrics = {
-      "pass_at_k": pass_at_k,
-      "max_at_k": max_at_k,
-      "entropy": float(np.sum(cat["entropy"] * mask) / max(np.sum(mask), 1.0)),
-      "length": float(np.mean(np.sum(mask, axis=-1))),
+    "pass_at_k": pass_at_k,
+    "max_at_k": max_at_k,
+    "entropy": float(np.sum(cat["entropy"] * mask) / max(np.sum(mask), 1.0)),
+    "length": float(np.mean(np.sum(mask, axis=-1))),
   }
   return metrics, np.asarray(cat["binary"]).max(axis=-1) > 0

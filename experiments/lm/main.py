@@ -17,12 +17,13 @@ from ml_collections import config_flags
 
 from experiments.lm import train
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file.",
-                                          lock_config=True)
-_WORKDIR = flags.DEFINE_string("workdir", None, "Output and checkpoint directory.",
-                               required=True)
+_CONFIG = config_flags.DEFINE_config_file(
+  "config", None, "Experiment config file.", lock_config=True
+)
+_WORKDIR = flags.DEFINE_string("workdir", None, "Output and checkpoint directory.", required=True)
 _DISTRIBUTED = flags.DEFINE_bool(
-    "distributed", False, "Call jax.distributed.initialize() first (multi-host runs).")
+  "distributed", False, "Call jax.distributed.initialize() first (multi-host runs)."
+)
 
 
 def main(argv):
@@ -30,8 +31,9 @@ def main(argv):
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   if _DISTRIBUTED.value:
     jax.distributed.initialize()
-  logging.info("JAX devices: %s (process %d of %d)", jax.devices(), jax.process_index(),
-               jax.process_count())
+  logging.info(
+    "JAX devices: %s (process %d of %d)", jax.devices(), jax.process_index(), jax.process_count()
+  )
   rows = train.run(_CONFIG.value, _WORKDIR.value)
   for row in rows:
     logging.info("%s", row)

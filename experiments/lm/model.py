@@ -21,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from flax import nnx
 import jax
 import jax.numpy as jnp
-from flax import nnx
 
 # Per layer: {"k": [B, S, H, Dh], "v": [B, S, H, Dh]}.
 Cache = list[dict[str, jax.Array]]
@@ -53,14 +53,21 @@ class Attention(nnx.Module):
     self.cfg = cfg
     dtype = jnp.dtype(cfg.dtype)
     init = nnx.initializers.normal(0.02)
-    self.qkv = nnx.Linear(cfg.d_model, 3 * cfg.d_model, use_bias=False, dtype=dtype,
-                          kernel_init=init, rngs=rngs)
-    self.out = nnx.Linear(cfg.d_model, cfg.d_model, use_bias=False, dtype=dtype,
-                          kernel_init=nnx.initializers.normal(0.02 / (2 * cfg.num_layers)**0.5),
-                          rngs=rngs)
+    self.qkv = nnx.Linear(
+      cfg.d_model, 3 * cfg.d_model, use_bias=False, dtype=dtype, kernel_init=init, rngs=rngs
+    )
+    self.out = nnx.Linear(
+      cfg.d_model,
+      cfg.d_model,
+      use_bias=False,
+      dtype=dtype,
+      kernel_init=nnx.initializers.normal(0.02 / (2 * cfg.num_layers) ** 0.5),
+      rngs=rngs,
+    )
 
-  def __call__(self, x_BxTxD: jax.Array, layer_cache: dict[str, jax.Array] | None,
-               start: jax.Array | int):
+  def __call__(
+    self, x_BxTxD: jax.Array, layer_cache: dict[str, jax.Array] | None, start: jax.Array | int
+  ):
     cfg = self.cfg
     batch, length, _ = x_BxTxD.shape
     qkv = self.qkv(x_BxTxD).reshape(batch, length, 3, cfg.num_heads, cfg.head_dim)
@@ -71,9 +78,11 @@ class Attention(nnx.Module):
       new_cache = None
     else:
       keys_BxSxHxK = jax.lax.dynamic_update_slice_in_dim(
-          layer_cache["k"], k_BxTxHxK.astype(layer_cache["k"].dtype), start, axis=1)
+        layer_cache["k"], k_BxTxHxK.astype(layer_cache["k"].dtype), start, axis=1
+      )
       values_BxSxHxK = jax.lax.dynamic_update_slice_in_dim(
-          layer_cache["v"], v_BxTxHxK.astype(layer_cache["v"].dtype), start, axis=1)
+        layer_cache["v"], v_BxTxHxK.astype(layer_cache["v"].dtype), start, axis=1
+      )
       k_pos_S = jnp.arange(keys_BxSxHxK.shape[1])
       new_cache = {"k": keys_BxSxHxK, "v": values_BxSxHxK}
     scores_BxHxTxS = jnp.einsum("bthk,bshk->bhts", q_BxTxHxK, keys_BxSxHxK.astype(q_BxTxHxK.dtype))
@@ -81,8 +90,9 @@ class Attention(nnx.Module):
     mask_TxS = k_pos_S[None, :] <= q_pos_T[:, None]
     scores_BxHxTxS = jnp.where(mask_TxS, scores_BxHxTxS, jnp.finfo(jnp.float32).min)
     probs_BxHxTxS = jax.nn.softmax(scores_BxHxTxS, axis=-1).astype(q_BxTxHxK.dtype)
-    attn_BxTxHxK = jnp.einsum("bhts,bshk->bthk", probs_BxHxTxS,
-                              values_BxSxHxK.astype(q_BxTxHxK.dtype))
+    attn_BxTxHxK = jnp.einsum(
+      "bhts,bshk->bthk", probs_BxHxTxS, values_BxSxHxK.astype(q_BxTxHxK.dtype)
+    )
     return self.out(attn_BxTxHxK.reshape(batch, length, cfg.d_model)), new_cache
 
 
@@ -96,9 +106,13 @@ class Block(nnx.Module):
     self.norm2 = nnx.LayerNorm(cfg.d_model, dtype=dtype, rngs=rngs)
     init = nnx.initializers.normal(0.02)
     self.up = nnx.Linear(cfg.d_model, cfg.d_ff, dtype=dtype, kernel_init=init, rngs=rngs)
-    self.down = nnx.Linear(cfg.d_ff, cfg.d_model, dtype=dtype,
-                           kernel_init=nnx.initializers.normal(0.02 / (2 * cfg.num_layers)**0.5),
-                           rngs=rngs)
+    self.down = nnx.Linear(
+      cfg.d_ff,
+      cfg.d_model,
+      dtype=dtype,
+      kernel_init=nnx.initializers.normal(0.02 / (2 * cfg.num_layers) ** 0.5),
+      rngs=rngs,
+    )
 
   def __call__(self, x_BxTxD, layer_cache, start):
     h_BxTxD, layer_cache = self.attn(self.norm1(x_BxTxD), layer_cache, start)
@@ -114,17 +128,19 @@ class Transformer(nnx.Module):
     self.cfg = cfg
     dtype = jnp.dtype(cfg.dtype)
     init = nnx.initializers.normal(0.02)
-    self.embed = nnx.Embed(cfg.vocab_size, cfg.d_model, dtype=dtype, embedding_init=init,
-                           rngs=rngs)
-    self.pos_embed = nnx.Embed(cfg.max_len, cfg.d_model, dtype=dtype, embedding_init=init,
-                               rngs=rngs)
+    self.embed = nnx.Embed(cfg.vocab_size, cfg.d_model, dtype=dtype, embedding_init=init, rngs=rngs)
+    self.pos_embed = nnx.Embed(
+      cfg.max_len, cfg.d_model, dtype=dtype, embedding_init=init, rngs=rngs
+    )
     self.blocks = nnx.List([Block(cfg, rngs=rngs) for _ in range(cfg.num_layers)])
     self.norm = nnx.LayerNorm(cfg.d_model, dtype=dtype, rngs=rngs)
-    self.head = nnx.Linear(cfg.d_model, cfg.vocab_size, use_bias=False, dtype=dtype,
-                           kernel_init=init, rngs=rngs)
+    self.head = nnx.Linear(
+      cfg.d_model, cfg.vocab_size, use_bias=False, dtype=dtype, kernel_init=init, rngs=rngs
+    )
 
-  def __call__(self, tokens_BxT: jax.Array, *, cache: Cache | None = None,
-               start: jax.Array | int = 0) -> tuple[jax.Array, Cache | None]:
+  def __call__(
+    self, tokens_BxT: jax.Array, *, cache: Cache | None = None, start: jax.Array | int = 0
+  ) -> tuple[jax.Array, Cache | None]:
     length = tokens_BxT.shape[1]
     positions_T = start + jnp.arange(length)
     x_BxTxD = self.embed(tokens_BxT) + self.pos_embed(positions_T)[None]
@@ -141,8 +157,9 @@ def init_cache(cfg: ModelConfig, batch: int, length: int) -> Cache:
   """An empty KV cache for ``batch`` sequences of up to ``length`` tokens."""
   shape = (batch, length, cfg.num_heads, cfg.head_dim)
   dtype = jnp.dtype(cfg.dtype)
-  return [{"k": jnp.zeros(shape, dtype), "v": jnp.zeros(shape, dtype)}
-          for _ in range(cfg.num_layers)]
+  return [
+    {"k": jnp.zeros(shape, dtype), "v": jnp.zeros(shape, dtype)} for _ in range(cfg.num_layers)
+  ]
 
 
 def create(cfg: ModelConfig, seed: int) -> tuple[nnx.GraphDef, dict[str, Any]]:
@@ -156,14 +173,21 @@ def create(cfg: ModelConfig, seed: int) -> tuple[nnx.GraphDef, dict[str, Any]]:
   return graphdef, init()
 
 
-def apply(graphdef: nnx.GraphDef, params: dict[str, Any], tokens_BxT: jax.Array, *,
-          cache: Cache | None = None, start: jax.Array | int = 0):
+def apply(
+  graphdef: nnx.GraphDef,
+  params: dict[str, Any],
+  tokens_BxT: jax.Array,
+  *,
+  cache: Cache | None = None,
+  start: jax.Array | int = 0,
+):
   """Functional forward pass (safe under jit/grad): see ``Transformer.__call__``."""
   return nnx.merge(graphdef, params)(tokens_BxT, cache=cache, start=start)
 
 
-def token_logprobs(graphdef: nnx.GraphDef, params: dict[str, Any], tokens_BxT: jax.Array,
-                   prompt_len: int) -> tuple[jax.Array, jax.Array]:
+def token_logprobs(
+  graphdef: nnx.GraphDef, params: dict[str, Any], tokens_BxT: jax.Array, prompt_len: int
+) -> tuple[jax.Array, jax.Array]:
   """Teacher-forced log-probs and entropies of the completion tokens.
 
   Args:
@@ -176,7 +200,7 @@ def token_logprobs(graphdef: nnx.GraphDef, params: dict[str, Any], tokens_BxT: j
     ``(logp_BxC, entropy_BxC)`` for the C = T - prompt_len completion positions.
   """
   logits_BxTxV, _ = apply(graphdef, params, tokens_BxT[:, :-1])
-  logits_BxCxV = logits_BxTxV[:, prompt_len - 1:]
+  logits_BxCxV = logits_BxTxV[:, prompt_len - 1 :]
   logz_BxCxV = jax.nn.log_softmax(logits_BxCxV, axis=-1)
   targets_BxC = tokens_BxT[:, prompt_len:]
   logp_BxC = jnp.take_along_axis(logz_BxCxV, targets_BxC[..., None], axis=-1)[..., 0]

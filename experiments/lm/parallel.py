@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec
+import numpy as np
 
 
 def make_mesh(num_devices: int = 0) -> Mesh:

@@ -42,17 +42,14 @@ k3 = exp(x) - 1 - x, x = log pi_ref(y_t) - log pi_theta(y_t) (Schulman 2020,
 from __future__ import annotations
 
 import dataclasses
-import functools
-from typing import Any
 
+from flax import nnx
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
-from flax import nnx
 
-import maxk
 from experiments.lm import model as model_lib
+import maxk
 
 ESTIMATORS = ("max_at_k", "grpo", "rloo", "max_minus_second")
 K_FREE_ESTIMATORS = ("grpo", "rloo", "max_minus_second")
@@ -167,8 +164,18 @@ def _sequence_logp(graphdef, params, tokens_BxT, mask_BxC, spec):
   return logp_BxC, jnp.sum(logp_BxC * mask_BxC, axis=-1).reshape(-1, spec.n), entropy_BxC
 
 
-def policy_loss(params, graphdef, tokens_BxT, mask_BxC, rewards_Pxn, seq_old_Pxn, adv_Pxn,
-                shift_Pxn, logp_ref_BxC, spec: UpdateSpec):
+def policy_loss(
+  params,
+  graphdef,
+  tokens_BxT,
+  mask_BxC,
+  rewards_Pxn,
+  seq_old_Pxn,
+  adv_Pxn,
+  shift_Pxn,
+  logp_ref_BxC,
+  spec: UpdateSpec,
+):
   """Loss (to minimise) and metrics of one inner epoch; see the module docstring."""
   logp_BxC, seq_Pxn, _ = _sequence_logp(graphdef, params, tokens_BxT, mask_BxC, spec)
   num_prompts = seq_Pxn.shape[0]
@@ -176,18 +183,22 @@ def policy_loss(params, graphdef, tokens_BxT, mask_BxC, rewards_Pxn, seq_old_Pxn
   rho_Pxn = jnp.exp(log_ratio_Pxn)
   method = spec.method
   if method == "surrogate":
-    objective = (jnp.sum(maxk.max_at_k_surrogate(seq_Pxn, seq_old_Pxn, rewards_Pxn, spec.k))
-                 + jnp.sum(shift_Pxn * jnp.exp(seq_Pxn - seq_old_Pxn)))
+    objective = jnp.sum(
+      maxk.max_at_k_surrogate(seq_Pxn, seq_old_Pxn, rewards_Pxn, spec.k)
+    ) + jnp.sum(shift_Pxn * jnp.exp(seq_Pxn - seq_old_Pxn))
     pg_loss = -objective / num_prompts
     clip_frac = jnp.zeros(())
   else:
     if method == "ppo_clip":
       w_Pxn = adv_Pxn * rho_Pxn
     else:
-      w_Pxn = (maxk.max_at_k_advantages_off_policy(rewards_Pxn, log_ratio_Pxn, spec.k,
-                                                   method=method) + shift_Pxn * rho_Pxn)
-    clipped_Pxn = (((w_Pxn > 0) & (log_ratio_Pxn > jnp.log1p(spec.clip_eps)))
-                   | ((w_Pxn < 0) & (log_ratio_Pxn < jnp.log1p(-spec.clip_eps))))
+      w_Pxn = (
+        maxk.max_at_k_advantages_off_policy(rewards_Pxn, log_ratio_Pxn, spec.k, method=method)
+        + shift_Pxn * rho_Pxn
+      )
+    clipped_Pxn = ((w_Pxn > 0) & (log_ratio_Pxn > jnp.log1p(spec.clip_eps))) | (
+      (w_Pxn < 0) & (log_ratio_Pxn < jnp.log1p(-spec.clip_eps))
+    )
     w_Pxn = jax.lax.stop_gradient(jnp.where(clipped_Pxn, 0.0, w_Pxn))
     pg_loss = -jnp.sum(w_Pxn * seq_Pxn) / num_prompts
     clip_frac = jnp.mean(clipped_Pxn.astype(jnp.float32))
@@ -197,12 +208,20 @@ def policy_loss(params, graphdef, tokens_BxT, mask_BxC, rewards_Pxn, seq_old_Pxn
   else:
     kl = jnp.zeros(())
   loss = pg_loss + spec.kl_coef * kl
-  return loss, {"pg_loss": pg_loss, "kl": kl, "clip_frac": clip_frac,
-                "abs_log_ratio": jnp.mean(jnp.abs(log_ratio_Pxn))}
+  return loss, {
+    "pg_loss": pg_loss,
+    "kl": kl,
+    "clip_frac": clip_frac,
+    "abs_log_ratio": jnp.mean(jnp.abs(log_ratio_Pxn)),
+  }
 
 
-def make_update(graphdef: nnx.GraphDef, optimizer: optax.GradientTransformation,
-                spec: UpdateSpec, state_sharding=None):
+def make_update(
+  graphdef: nnx.GraphDef,
+  optimizer: optax.GradientTransformation,
+  spec: UpdateSpec,
+  state_sharding=None,
+):
   """A jitted RL update: (params, opt_state, ref_params, tokens, mask, rewards) -> new state.
 
   ``tokens_BxT`` holds B = P * n rows (prompt + completion; row p * n + i is sample
@@ -221,35 +240,51 @@ def make_update(graphdef: nnx.GraphDef, optimizer: optax.GradientTransformation,
     else:
       shift_Pxn = jnp.zeros_like(adv_Pxn)
     if spec.kl_coef > 0:
-      logp_ref_BxC, _ = model_lib.token_logprobs(graphdef, ref_params, tokens_BxT,
-                                                 spec.prompt_len)
+      logp_ref_BxC, _ = model_lib.token_logprobs(graphdef, ref_params, tokens_BxT, spec.prompt_len)
     else:
       logp_ref_BxC = jnp.zeros_like(logp_old_BxC)
     grad_fn = jax.value_and_grad(policy_loss, has_aux=True)
 
     def epoch(carry, _):
       params, opt_state = carry
-      (loss, aux), grads = grad_fn(params, graphdef, tokens_BxT, mask_BxC, rewards_Pxn,
-                                   seq_old_Pxn, adv_Pxn, shift_Pxn, logp_ref_BxC, spec)
+      (loss, aux), grads = grad_fn(
+        params,
+        graphdef,
+        tokens_BxT,
+        mask_BxC,
+        rewards_Pxn,
+        seq_old_Pxn,
+        adv_Pxn,
+        shift_Pxn,
+        logp_ref_BxC,
+        spec,
+      )
       updates, opt_state = optimizer.update(grads, opt_state, params)
       params = optax.apply_updates(params, updates)
       return (params, opt_state), {"loss": loss, "grad_norm": optax.global_norm(grads), **aux}
 
-    (params, opt_state), per_epoch = jax.lax.scan(epoch, (params, opt_state), None,
-                                                  length=spec.inner_epochs)
+    (params, opt_state), per_epoch = jax.lax.scan(
+      epoch, (params, opt_state), None, length=spec.inner_epochs
+    )
     metrics = {name: x[0] for name, x in per_epoch.items()}
-    metrics.update(last_clip_frac=per_epoch["clip_frac"][-1],
-                   last_abs_log_ratio=per_epoch["abs_log_ratio"][-1],
-                   adv_abs_mean=jnp.mean(jnp.abs(adv_Pxn)))
+    metrics.update(
+      last_clip_frac=per_epoch["clip_frac"][-1],
+      last_abs_log_ratio=per_epoch["abs_log_ratio"][-1],
+      adv_abs_mean=jnp.mean(jnp.abs(adv_Pxn)),
+    )
     return params, opt_state, metrics
 
-  return jax.jit(update, donate_argnums=(0, 1),
-                 out_shardings=(state_sharding, state_sharding, state_sharding))
+  return jax.jit(
+    update, donate_argnums=(0, 1), out_shardings=(state_sharding, state_sharding, state_sharding)
+  )
 
 
-def make_optimizer(learning_rate: float, warmup_steps: int, max_grad_norm: float,
-                   weight_decay: float = 0.0) -> optax.GradientTransformation:
+def make_optimizer(
+  learning_rate: float, warmup_steps: int, max_grad_norm: float, weight_decay: float = 0.0
+) -> optax.GradientTransformation:
   """Adam(W) with linear warmup to a constant rate and global-norm clipping."""
   schedule = optax.linear_schedule(0.0, learning_rate, max(warmup_steps, 1))
-  return optax.chain(optax.clip_by_global_norm(max_grad_norm),
-                     optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay))
+  return optax.chain(
+    optax.clip_by_global_norm(max_grad_norm),
+    optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay),
+  )

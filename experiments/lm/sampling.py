@@ -14,10 +14,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from flax import nnx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 
 from experiments.lm import model as model_lib
 from experiments.lm import tasks
@@ -44,7 +44,8 @@ def _choose(logits_BxV, key, temperature, top_p):
   if temperature == 0.0:
     return jnp.argmax(logits_BxV, axis=-1).astype(jnp.int32)
   return jax.random.categorical(key, filter_logits(logits_BxV, temperature, top_p)).astype(
-      jnp.int32)
+    jnp.int32
+  )
 
 
 def _entropy(logits_BxV):
@@ -52,12 +53,31 @@ def _entropy(logits_BxV):
   return -jnp.sum(jnp.exp(logz_BxV) * logz_BxV, axis=-1)
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "cfg", "max_new", "temperature",
-                                             "top_p", "use_cache", "return_logits"))
-def generate(graphdef: nnx.GraphDef, params: dict[str, Any], prompts_BxL: jax.Array,
-             rng: jax.Array, *, cfg: model_lib.ModelConfig, max_new: int,
-             temperature: float = 1.0, top_p: float = 1.0, use_cache: bool = True,
-             return_logits: bool = False) -> dict[str, jax.Array]:
+@functools.partial(
+  jax.jit,
+  static_argnames=(
+    "graphdef",
+    "cfg",
+    "max_new",
+    "temperature",
+    "top_p",
+    "use_cache",
+    "return_logits",
+  ),
+)
+def generate(
+  graphdef: nnx.GraphDef,
+  params: dict[str, Any],
+  prompts_BxL: jax.Array,
+  rng: jax.Array,
+  *,
+  cfg: model_lib.ModelConfig,
+  max_new: int,
+  temperature: float = 1.0,
+  top_p: float = 1.0,
+  use_cache: bool = True,
+  return_logits: bool = False,
+) -> dict[str, jax.Array]:
   """Samples ``max_new`` tokens after each prompt row.
 
   Args:
@@ -90,7 +110,8 @@ def generate(graphdef: nnx.GraphDef, params: dict[str, Any], prompts_BxL: jax.Ar
     state = (cache, logits_BxLxV[:, -1])
   else:
     buffer_BxT = jnp.concatenate(
-        [prompts_BxL, jnp.full((batch, max_new), tasks.PAD_ID, jnp.int32)], axis=1)
+      [prompts_BxL, jnp.full((batch, max_new), tasks.PAD_ID, jnp.int32)], axis=1
+    )
     state = buffer_BxT
 
   def step(carry, t):
@@ -99,8 +120,9 @@ def generate(graphdef: nnx.GraphDef, params: dict[str, Any], prompts_BxL: jax.Ar
       cache, logits_BxV = state
     else:
       logits_BxTxV, _ = model(state)
-      logits_BxV = jax.lax.dynamic_index_in_dim(logits_BxTxV, prompt_len + t - 1, axis=1,
-                                                keepdims=False)
+      logits_BxV = jax.lax.dynamic_index_in_dim(
+        logits_BxTxV, prompt_len + t - 1, axis=1, keepdims=False
+      )
     token_B = _choose(logits_BxV, jax.random.fold_in(rng, t), temperature, top_p)
     token_B = jnp.where(done_B, tasks.PAD_ID, token_B)
     live_B = (~done_B).astype(jnp.float32)

@@ -9,31 +9,32 @@ pass@k / max@k optimisation matters.
 
 from __future__ import annotations
 
+from flax import nnx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from flax import nnx
 
 from experiments.lm import model as model_lib
 from experiments.lm import tasks as tasks_lib
 
 
-def make_batch(task: tasks_lib.Task, rng: np.random.Generator, batch_size: int,
-               exclude: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
+def make_batch(
+  task: tasks_lib.Task, rng: np.random.Generator, batch_size: int, exclude: frozenset[str]
+) -> tuple[np.ndarray, np.ndarray]:
   """``(tokens_BxT, mask_BxC)``: BOS + prompt + solution + EOS (+ PAD), completion mask."""
   examples = tasks_lib.sample_examples(task, rng, batch_size, exclude=exclude)
   prompts = tasks_lib.encode_prompts([e.prompt for e in examples])
-  completions = tasks_lib.encode_completions([e.solution for e in examples],
-                                             task.completion_len)
+  completions = tasks_lib.encode_completions([e.solution for e in examples], task.completion_len)
   mask = np.zeros(completions.shape, np.float32)
   for row, example in enumerate(examples):
-    mask[row, :len(example.solution) + 1] = 1.0
+    mask[row, : len(example.solution) + 1] = 1.0
   return np.concatenate([prompts, completions], axis=1), mask
 
 
-def loss_fn(params, graphdef: nnx.GraphDef, tokens_BxT: jax.Array, mask_BxC: jax.Array,
-            prompt_len: int):
+def loss_fn(
+  params, graphdef: nnx.GraphDef, tokens_BxT: jax.Array, mask_BxC: jax.Array, prompt_len: int
+):
   """Mean token NLL of the completion tokens (mask), returned twice (value, aux)."""
   logp_BxC, _ = model_lib.token_logprobs(graphdef, params, tokens_BxT, prompt_len)
   num_tokens = jnp.maximum(jnp.sum(mask_BxC), 1.0)
@@ -41,8 +42,12 @@ def loss_fn(params, graphdef: nnx.GraphDef, tokens_BxT: jax.Array, mask_BxC: jax
   return loss, loss
 
 
-def make_update(graphdef: nnx.GraphDef, optimizer: optax.GradientTransformation,
-                prompt_len: int, state_sharding=None):
+def make_update(
+  graphdef: nnx.GraphDef,
+  optimizer: optax.GradientTransformation,
+  prompt_len: int,
+  state_sharding=None,
+):
   """A jitted SFT step: (params, opt_state, tokens, mask) -> (params, opt_state, metrics).
 
   ``state_sharding`` pins the sharding of the outputs (see ``rl.make_update``).
@@ -50,11 +55,12 @@ def make_update(graphdef: nnx.GraphDef, optimizer: optax.GradientTransformation,
 
   def update(params, opt_state, tokens_BxT, mask_BxC):
     (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-        params, graphdef, tokens_BxT, mask_BxC, prompt_len)
+      params, graphdef, tokens_BxT, mask_BxC, prompt_len
+    )
     updates, opt_state = optimizer.update(grads, opt_state, params)
     params = optax.apply_updates(params, updates)
     return params, opt_state, {"loss": loss, "grad_norm": optax.global_norm(grads)}
 
-  return jax.jit(update, donate_argnums=(0, 1),
-                 out_shardings=(state_sharding, state_sharding, state_sharding))
-
+  return jax.jit(
+    update, donate_argnums=(0, 1), out_shardings=(state_sharding, state_sharding, state_sharding)
+  )

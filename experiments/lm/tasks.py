@@ -21,8 +21,8 @@ Tasks:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
+import dataclasses
 from typing import Protocol
 
 import numpy as np
@@ -51,7 +51,7 @@ def decode_completion(ids: Sequence[int]) -> str:
   ids = np.asarray(ids)
   eos = np.flatnonzero(ids == EOS_ID)
   if eos.size:
-    ids = ids[:eos[0]]
+    ids = ids[: eos[0]]
   return "".join(_ID_TO_CHAR[ids].tolist())
 
 
@@ -76,7 +76,7 @@ def encode_completions(completions: Sequence[str], length: int) -> np.ndarray:
     ids = encode(text) + [EOS_ID]
     if len(ids) > length:
       raise ValueError(f"Completion {text!r} needs {len(ids)} tokens > length={length}.")
-    out[row, :len(ids)] = ids
+    out[row, : len(ids)] = ids
   return out
 
 
@@ -99,11 +99,9 @@ class Task(Protocol):
   prompt_len: int
   completion_len: int  # Generation budget in tokens, EOS included.
 
-  def sample(self, rng: np.random.Generator) -> Example:
-    ...
+  def sample(self, rng: np.random.Generator) -> Example: ...
 
-  def score(self, prompt: str, completion: str) -> Score:
-    ...
+  def score(self, prompt: str, completion: str) -> Score: ...
 
 
 # --------------------------------------------------------------------------- parser
@@ -209,8 +207,9 @@ class Countdown:
 
   def __post_init__(self):
     if not 2 <= self.min_used <= self.num_numbers:
-      raise ValueError(f"min_used={self.min_used} must satisfy 2 <= min_used <= "
-                       f"num_numbers={self.num_numbers}.")
+      raise ValueError(
+        f"min_used={self.min_used} must satisfy 2 <= min_used <= num_numbers={self.num_numbers}."
+      )
     if self.max_number < 1:
       raise ValueError(f"max_number={self.max_number} must be >= 1.")
 
@@ -314,8 +313,9 @@ def make_task(name: str, **difficulty) -> Task:
   return TASKS[name](**difficulty)
 
 
-def sample_examples(task: Task, rng: np.random.Generator, num: int, *,
-                    exclude: frozenset[str] = frozenset()) -> list[Example]:
+def sample_examples(
+  task: Task, rng: np.random.Generator, num: int, *, exclude: frozenset[str] = frozenset()
+) -> list[Example]:
   """``num`` examples whose prompts are not in ``exclude`` (held-out prompts)."""
   out = []
   tries = 0
@@ -343,8 +343,9 @@ def heldout_examples(task: Task, seed: int, num: int) -> list[Example]:
   return list(seen.values())
 
 
-def score_batch(task: Task, prompts: Sequence[str],
-                completion_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def score_batch(
+  task: Task, prompts: Sequence[str], completion_ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
   """Rewards of ``completion_ids [P, n, C]`` for ``prompts [P]``.
 
   Returns:

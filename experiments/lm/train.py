@@ -23,13 +23,12 @@ import os
 import time
 from typing import Any
 
+from absl import logging
 import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-from absl import logging
 
-import maxk
 from experiments import outputs
 from experiments.lm import checkpointing
 from experiments.lm import evaluation
@@ -39,6 +38,7 @@ from experiments.lm import plotting
 from experiments.lm import rl
 from experiments.lm import sft
 from experiments.lm import tasks as tasks_lib
+import maxk
 
 _SFT_STREAM, _EVAL_STREAM, _RL_STREAM = 0, 1, 2
 
@@ -68,9 +68,14 @@ class Experiment:
     self.task = tasks_lib.make_task(config.task.name, **config.task.kwargs.to_dict())
     self.prompt_len = 1 + self.task.prompt_len  # BOS + prompt.
     self.model_cfg = model_lib.ModelConfig(
-        vocab_size=tasks_lib.VOCAB_SIZE, max_len=self.prompt_len + self.task.completion_len,
-        d_model=config.model.d_model, num_heads=config.model.num_heads,
-        num_layers=config.model.num_layers, d_ff=config.model.d_ff, dtype=config.model.dtype)
+      vocab_size=tasks_lib.VOCAB_SIZE,
+      max_len=self.prompt_len + self.task.completion_len,
+      d_model=config.model.d_model,
+      num_heads=config.model.num_heads,
+      num_layers=config.model.num_layers,
+      d_ff=config.model.d_ff,
+      dtype=config.model.dtype,
+    )
     if config.rl.reward not in ("binary", "continuous"):
       raise ValueError(f"rl.reward={config.rl.reward!r} must be 'binary' or 'continuous'.")
     self.runs = rl.parse_runs(config.rl.runs, config.rl.n)
@@ -80,18 +85,26 @@ class Experiment:
     self.exclude = frozenset(self.eval_set.prompts)
     self.graphdef, params = model_lib.create(self.model_cfg, config.seed)
     self.init_params = parallel.replicate(params, self.mesh)
-    self.sft_opt = rl.make_optimizer(config.sft.learning_rate, config.sft.warmup_steps,
-                                     config.sft.max_grad_norm, config.sft.weight_decay)
-    self.rl_opt = rl.make_optimizer(config.rl.learning_rate, config.rl.warmup_steps,
-                                    config.rl.max_grad_norm)
+    self.sft_opt = rl.make_optimizer(
+      config.sft.learning_rate,
+      config.sft.warmup_steps,
+      config.sft.max_grad_norm,
+      config.sft.weight_decay,
+    )
+    self.rl_opt = rl.make_optimizer(
+      config.rl.learning_rate, config.rl.warmup_steps, config.rl.max_grad_norm
+    )
     ckpt_dir = os.path.join(self.workdir, "checkpoints")
-    self.checkpointers = {"sft": checkpointing.Checkpointer(os.path.join(ckpt_dir, "sft"),
-                                                            max_to_keep=1)}
+    self.checkpointers = {
+      "sft": checkpointing.Checkpointer(os.path.join(ckpt_dir, "sft"), max_to_keep=1)
+    }
     for r in self.runs:
       self.checkpointers[f"rl/{r.name}"] = checkpointing.Checkpointer(
-          os.path.join(ckpt_dir, f"rl_{r.name}"))
-    self.log = checkpointing.MetricsLog(os.path.join(self.workdir, "metrics.jsonl"),
-                                        writer=self.is_main)
+        os.path.join(ckpt_dir, f"rl_{r.name}")
+      )
+    self.log = checkpointing.MetricsLog(
+      os.path.join(self.workdir, "metrics.jsonl"), writer=self.is_main
+    )
     self.key = jax.random.key(config.seed)
     self.rl_updates = {}  # UpdateSpec -> jitted update, shared by runs.
 
@@ -112,9 +125,18 @@ class Experiment:
   def evaluate(self, params, step: int):
     c = self.config.eval
     return evaluation.evaluate(
-        self.graphdef, params, self.model_cfg, self.task, self.eval_set,
-        jax.random.fold_in(jax.random.fold_in(self.key, _EVAL_STREAM), step), c.n, self.mesh,
-        temperature=c.temperature, top_p=c.top_p, chunk_prompts=c.chunk_prompts)
+      self.graphdef,
+      params,
+      self.model_cfg,
+      self.task,
+      self.eval_set,
+      jax.random.fold_in(jax.random.fold_in(self.key, _EVAL_STREAM), step),
+      c.n,
+      self.mesh,
+      temperature=c.temperature,
+      top_p=c.top_p,
+      chunk_prompts=c.chunk_prompts,
+    )
 
   # --------------------------------------------------------------------- stages
 
@@ -122,26 +144,29 @@ class Experiment:
     c = self.config.sft
     ckpt = self.checkpointers["sft"]
     state = parallel.replicate(
-        {"params": self.init_params, "opt_state": self.sft_opt.init(self.init_params)}, self.mesh)
+      {"params": self.init_params, "opt_state": self.sft_opt.init(self.init_params)}, self.mesh
+    )
     start = 0
     if position is not None:
       start = position[1] if position[0] == 0 else ckpt.latest_step()
       state = ckpt.restore(start, state)
     params, opt_state = state["params"], state["opt_state"]
-    update = sft.make_update(self.graphdef, self.sft_opt, self.prompt_len,
-                             parallel.replicated(self.mesh))
+    update = sft.make_update(
+      self.graphdef, self.sft_opt, self.prompt_len, parallel.replicated(self.mesh)
+    )
     t0 = time.time()
     for step in range(start + 1, c.steps + 1):
       rng = np.random.default_rng([self.config.seed, _SFT_STREAM, step])
       tokens, mask = sft.make_batch(self.task, rng, c.batch_size, self.exclude)
-      params, opt_state, metrics = update(params, opt_state,
-                                          parallel.put_rows(tokens, self.mesh),
-                                          parallel.put_rows(mask, self.mesh))
+      params, opt_state, metrics = update(
+        params, opt_state, parallel.put_rows(tokens, self.mesh), parallel.put_rows(mask, self.mesh)
+      )
       if step % self.config.log_every == 0 or step == c.steps:
         record = {"stage": "sft", "step": step, **_json(metrics)}
         self.log.append(record)
-        logging.info("sft step %d/%d loss %.4f (%.1fs)", step, c.steps, record["loss"],
-                     time.time() - t0)
+        logging.info(
+          "sft step %d/%d loss %.4f (%.1fs)", step, c.steps, record["loss"], time.time() - t0
+        )
       if step % self.config.checkpoint_every == 0 or step == c.steps:
         ckpt.save(step, {"params": params, "opt_state": opt_state})
     if ckpt.latest_step() is None:  # sft.steps == 0: record the initial parameters.
@@ -150,8 +175,9 @@ class Experiment:
 
   def run_base_eval(self, params) -> None:
     metrics, _ = self.evaluate(params, 0)
-    self.log.append({"stage": "base", "step": self.config.sft.steps, "method": "base",
-                     **_eval_fields(metrics)})
+    self.log.append(
+      {"stage": "base", "step": self.config.sft.steps, "method": "base", **_eval_fields(metrics)}
+    )
     logging.info("base pass@k %s", np.round(metrics["pass_at_k"], 3).tolist())
 
   def run_rl(self, index: int, spec: rl.RunSpec, sft_params, position) -> None:
@@ -160,8 +186,13 @@ class Experiment:
     ckpt = self.checkpointers[self.stages[rank]]
     params = jax.tree.map(jnp.copy, sft_params)
     state = parallel.replicate(
-        {"params": params, "opt_state": self.rl_opt.init(params),
-         "solved": jnp.zeros((len(self.eval_set.prompts),), jnp.int32)}, self.mesh)
+      {
+        "params": params,
+        "opt_state": self.rl_opt.init(params),
+        "solved": jnp.zeros((len(self.eval_set.prompts),), jnp.int32),
+      },
+      self.mesh,
+    )
     start = 0
     if position is not None and position[0] == rank:
       start = position[1]
@@ -171,39 +202,65 @@ class Experiment:
     for step in range(start + 1, c.steps + 1):
       k = spec.k_at(step)
       update_spec = rl.UpdateSpec(
-          estimator=spec.estimator, k=k, baseline=c.baseline, off_policy=c.off_policy,
-          inner_epochs=c.inner_epochs, clip_eps=c.clip_eps, kl_coef=c.kl_coef, n=c.n,
-          prompt_len=self.prompt_len)
+        estimator=spec.estimator,
+        k=k,
+        baseline=c.baseline,
+        off_policy=c.off_policy,
+        inner_epochs=c.inner_epochs,
+        clip_eps=c.clip_eps,
+        kl_coef=c.kl_coef,
+        n=c.n,
+        prompt_len=self.prompt_len,
+      )
       if update_spec not in self.rl_updates:
-        self.rl_updates[update_spec] = rl.make_update(self.graphdef, self.rl_opt, update_spec,
-                                                      parallel.replicated(self.mesh))
+        self.rl_updates[update_spec] = rl.make_update(
+          self.graphdef, self.rl_opt, update_spec, parallel.replicated(self.mesh)
+        )
       rng = np.random.default_rng([self.config.seed, _RL_STREAM, step])
-      examples = tasks_lib.sample_examples(self.task, rng, c.prompts_per_step,
-                                           exclude=self.exclude)
+      examples = tasks_lib.sample_examples(self.task, rng, c.prompts_per_step, exclude=self.exclude)
       prompts = [e.prompt for e in examples]
       prompt_ids = tasks_lib.encode_prompts(prompts)
       key = jax.random.fold_in(jax.random.fold_in(self.key, _RL_STREAM), step)
-      out = evaluation.sample_and_score(self.graphdef, params, self.model_cfg, self.task,
-                                        prompts, prompt_ids, key, c.n, self.mesh,
-                                        temperature=c.temperature, top_p=c.top_p)
+      out = evaluation.sample_and_score(
+        self.graphdef,
+        params,
+        self.model_cfg,
+        self.task,
+        prompts,
+        prompt_ids,
+        key,
+        c.n,
+        self.mesh,
+        temperature=c.temperature,
+        top_p=c.top_p,
+      )
       rewards = out[c.reward]
       num_rows = c.prompts_per_step * c.n
-      tokens = np.concatenate([np.repeat(prompt_ids, c.n, axis=0),
-                               out["tokens"].reshape(num_rows, -1)], axis=1)
+      tokens = np.concatenate(
+        [np.repeat(prompt_ids, c.n, axis=0), out["tokens"].reshape(num_rows, -1)], axis=1
+      )
       mask = out["mask"].reshape(num_rows, -1)
       params, opt_state, metrics = self.rl_updates[update_spec](
-          params, opt_state, sft_params, parallel.put_rows(tokens, self.mesh),
-          parallel.put_rows(mask, self.mesh), parallel.replicate(jnp.asarray(rewards), self.mesh))
+        params,
+        opt_state,
+        sft_params,
+        parallel.put_rows(tokens, self.mesh),
+        parallel.put_rows(mask, self.mesh),
+        parallel.replicate(jnp.asarray(rewards), self.mesh),
+      )
       record = {
-          "stage": "rl", "run": spec.name, "method": method_label(self.config, spec),
-          "k_opt": k, "step": step,
-          "reward": float(rewards.mean()),
-          "binary_reward": float(out["binary"].mean()),
-          "continuous_reward": float(out["continuous"].mean()),
-          "train_pass_at_k_opt": float(jnp.mean(maxk.pass_at_k(out["binary"], k))),
-          "entropy": float(np.sum(out["entropy"] * out["mask"]) / max(out["mask"].sum(), 1)),
-          "length": float(out["mask"].sum(-1).mean()),
-          **_json(metrics),
+        "stage": "rl",
+        "run": spec.name,
+        "method": method_label(self.config, spec),
+        "k_opt": k,
+        "step": step,
+        "reward": float(rewards.mean()),
+        "binary_reward": float(out["binary"].mean()),
+        "continuous_reward": float(out["continuous"].mean()),
+        "train_pass_at_k_opt": float(jnp.mean(maxk.pass_at_k(out["binary"], k))),
+        "entropy": float(np.sum(out["entropy"] * out["mask"]) / max(out["mask"].sum(), 1)),
+        "length": float(out["mask"].sum(-1).mean()),
+        **_json(metrics),
       }
       if step % self.config.eval.every == 0 or step == c.steps:
         eval_metrics, solved_now = self.evaluate(params, step)
@@ -212,8 +269,14 @@ class Experiment:
         record.update(_eval_fields(eval_metrics))
       if step % self.config.log_every == 0 or step == c.steps or "eval_pass_at_k" in record:
         self.log.append(record)
-        logging.info("rl %s step %d/%d reward %.3f (%.1fs)", spec.name, step, c.steps,
-                     record["reward"], time.time() - t0)
+        logging.info(
+          "rl %s step %d/%d reward %.3f (%.1fs)",
+          spec.name,
+          step,
+          c.steps,
+          record["reward"],
+          time.time() - t0,
+        )
       if step % self.config.checkpoint_every == 0 or step == c.steps:
         ckpt.save(step, {"params": params, "opt_state": opt_state, "solved": solved})
 
@@ -222,14 +285,21 @@ class Experiment:
   def run(self) -> list[dict[str, Any]]:
     """Runs (or resumes) every stage and writes the outputs; returns the result rows."""
     if self.is_main:
-      outputs.write_config(self.workdir, {**self.config.to_dict(), "workdir": self.workdir,
-                                          "num_devices_used": int(self.mesh.size)})
+      outputs.write_config(
+        self.workdir,
+        {**self.config.to_dict(), "workdir": self.workdir, "num_devices_used": int(self.mesh.size)},
+      )
     position = self.resume_position()
     kept = self.log.truncate(
-        lambda r: position is not None and (self.rank(r), r["step"]) <= position)
+      lambda r: position is not None and (self.rank(r), r["step"]) <= position
+    )
     if position is not None:
-      logging.info("Resuming after %s step %d (%d metric records kept).",
-                   self.stages[position[0]], position[1], kept)
+      logging.info(
+        "Resuming after %s step %d (%d metric records kept).",
+        self.stages[position[0]],
+        position[1],
+        kept,
+      )
     sft_params = self.run_sft(position)
     if position is None or position[0] < 1:
       self.run_base_eval(sft_params)
@@ -246,8 +316,9 @@ class Experiment:
     return rows
 
 
-def result_rows(records: list[dict[str, Any]], n_eval: int,
-                runs: list[rl.RunSpec]) -> list[dict[str, Any]]:
+def result_rows(
+  records: list[dict[str, Any]], n_eval: int, runs: list[rl.RunSpec]
+) -> list[dict[str, Any]]:
   """results.csv rows: the base evaluation and each run's last evaluation, k = 1..n_eval."""
   rows = []
   finals: dict[str, dict[str, Any]] = {}
@@ -258,14 +329,16 @@ def result_rows(records: list[dict[str, Any]], n_eval: int,
   labels = {r.name: r.k_label for r in runs}
   for name, record in finals.items():
     for k in range(1, n_eval + 1):
-      rows.append({
+      rows.append(
+        {
           "stage": "base" if name == "base" else "rl",
           "method": record["method"],
           "k_opt": "" if name == "base" else labels.get(name, record.get("k_opt")),
           "k_eval": k,
           "pass_at_k": record["eval_pass_at_k"][k - 1],
           "max_at_k": record["eval_max_at_k"][k - 1],
-      })
+        }
+      )
   return rows
 
 

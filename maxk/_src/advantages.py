@@ -26,10 +26,10 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 from jax import lax
+import jax.numpy as jnp
 from jax.typing import ArrayLike
+import numpy as np
 
 from maxk._src import checks
 from maxk._src import combinatorics
@@ -60,8 +60,8 @@ def transform_coefficients(n: int, k: int, baseline: str):
   n == k and k == 1 reductions documented in :func:`max_at_k_advantages`).
   """
   m = np.arange(1, n + 1)
-  diag = combinatorics.max_weights(n, k)                       # C(j-1,k-1)/C(n,k)
-  suffix = combinatorics.binom_ratio(m - 2, k - 2, n, k)       # C(m-2,k-2)/C(n,k)
+  diag = combinatorics.max_weights(n, k)  # C(j-1,k-1)/C(n,k)
+  suffix = combinatorics.binom_ratio(m - 2, k - 2, n, k)  # C(m-2,k-2)/C(n,k)
   prefix = np.zeros(n)
   if baseline == "none":
     pass
@@ -142,8 +142,9 @@ def zscore(x: jax.Array, *, eps: float) -> jax.Array:
   return centred / (std + eps)
 
 
-def max_at_k_advantages(rewards: ArrayLike, k: int, *,
-                        baseline: str = "loo_minus_one") -> jax.Array:
+def max_at_k_advantages(
+  rewards: ArrayLike, k: int, *, baseline: str = "loo_minus_one"
+) -> jax.Array:
   """Transformed rewards a_i whose Σ_i a_i ∇log π(y_i) estimates ∇ max@k.
 
   With S(i) = (1/C(n,k)) Σ_{|I|=k, I∋i} max_{j∈I} r_j and M(r, k) = :func:`max_at_k`:

@@ -57,16 +57,16 @@ integers (``n``, ``k``, ``max_tries``) are always validated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import functools
 import math
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 from jax import lax
+import jax.numpy as jnp
 from jax.typing import ArrayLike
+import numpy as np
 
 from maxk._src import checks
 from maxk._src import sorting
@@ -86,8 +86,9 @@ def _as_distribution(x: ArrayLike, name: str) -> jax.Array:
   """Float array ``[..., L]`` with L >= 1 (values are checked separately)."""
   arr = checks.as_float_array(x, name)
   if arr.shape[-1] < 1:
-    raise ValueError(f"{name} must have at least one outcome on its last axis; "
-                     f"got shape {arr.shape}.")
+    raise ValueError(
+      f"{name} must have at least one outcome on its last axis; got shape {arr.shape}."
+    )
   return arr
 
 
@@ -104,8 +105,10 @@ def _check_values(arr: jax.Array, name: str) -> None:
   tol = _sum_tolerance(arr.dtype, arr.shape[-1])
   worst = float(np.max(np.abs(total - 1.0)))
   if worst > tol:
-    raise ValueError(f"{name} must sum to 1 along the last axis within {tol:.1e}; "
-                     f"the worst row is off by {worst:.3g}.")
+    raise ValueError(
+      f"{name} must sum to 1 along the last axis within {tol:.1e}; "
+      f"the worst row is off by {worst:.3g}."
+    )
 
 
 def _check_pair(q: ArrayLike, q_name: str, p: ArrayLike, p_name: str):
@@ -118,8 +121,7 @@ def _check_pair(q: ArrayLike, q_name: str, p: ArrayLike, p_name: str):
   return q, p
 
 
-def _check_rewards(rewards: ArrayLike, probs: jax.Array,
-                   probs_name: str = "probs") -> jax.Array:
+def _check_rewards(rewards: ArrayLike, probs: jax.Array, probs_name: str = "probs") -> jax.Array:
   r = checks.as_float_array(rewards, "rewards")
   checks.check_same_shape(probs, probs_name, r, "rewards")
   _check_not_nan(r, "rewards")
@@ -162,13 +164,14 @@ def _normalize(p: jax.Array) -> jax.Array:
 
 class _Classes(NamedTuple):
   """Tie-class quantities of one normalized row, all in reward-sorted order."""
-  perm: jax.Array      # perm[j] = caller index of the j-th smallest reward.
-  p: jax.Array         # pi(y).
-  r: jax.Array         # r(y).
-  c: jax.Array         # Class mass P(r = r(y)).
-  F: jax.Array         # P(r <= r(y)).
-  F_minus: jax.Array   # P(r < r(y)).
-  S: jax.Array         # P(r > r(y)), summed from the top (accurate when small).
+
+  perm: jax.Array  # perm[j] = caller index of the j-th smallest reward.
+  p: jax.Array  # pi(y).
+  r: jax.Array  # r(y).
+  c: jax.Array  # Class mass P(r = r(y)).
+  F: jax.Array  # P(r <= r(y)).
+  F_minus: jax.Array  # P(r < r(y)).
+  S: jax.Array  # P(r > r(y)), summed from the top (accurate when small).
 
 
 def _tie_classes(p: jax.Array, r: jax.Array) -> _Classes:
@@ -180,9 +183,9 @@ def _tie_classes(p: jax.Array, r: jax.Array) -> _Classes:
   new_class = jnp.concatenate([jnp.ones((1,), bool), r_s[1:] != r_s[:-1]])
   cid = jnp.cumsum(new_class.astype(jnp.int32)) - 1
   mass = jax.ops.segment_sum(p_s, cid, num_segments=size, indices_are_sorted=True)
-  upper = lax.cumsum(mass)                      # F of each class.
+  upper = lax.cumsum(mass)  # F of each class.
   lower = jnp.concatenate([jnp.zeros((1,), p.dtype), upper[:-1]])
-  at_least = lax.cumsum(mass, reverse=True)     # P(r >= r_class).
+  at_least = lax.cumsum(mass, reverse=True)  # P(r >= r_class).
   above = jnp.concatenate([at_least[1:], jnp.zeros((1,), p.dtype)])
   return _Classes(perm, p_s, r_s, mass[cid], upper[cid], lower[cid], above[cid])
 
@@ -207,8 +210,7 @@ def _h(x: jax.Array, n) -> jax.Array:
   xl_safe = jnp.where(xl < 1, xl, 0.75)
   # (1 - x)^n for x in [1/2, 1]; 1 - x is exact there.  At x = 1 its derivative
   # is -1 for n = 1 and 0 for n >= 2.
-  pow_large = jnp.where(n == 1, 1.0 - xl,
-                        jnp.where(xl < 1, jnp.exp(n * jnp.log1p(-xl_safe)), 0.0))
+  pow_large = jnp.where(n == 1, 1.0 - xl, jnp.where(xl < 1, jnp.exp(n * jnp.log1p(-xl_safe)), 0.0))
   h_large = (1.0 - pow_large) / xl
   return jnp.where(small, jnp.where(x > 0, h_small, n), h_large)
 
@@ -412,18 +414,17 @@ def _d_n(e: jax.Array, n) -> jax.Array:
   bound = (jnp.log(n) - (n - 1) / n).astype(e.dtype)
   inside = (e > 0) & (e < 1)
   es = jnp.where(inside, e, 0.5)
-  log_q = jnp.log1p(-es)                  # log(1 - eps)
-  a = n * log_q                           # log (1 - eps)^n
-  qn = jnp.exp(a)                         # (1 - eps)^n
-  b = -jnp.expm1(a)                       # 1 - (1 - eps)^n
+  log_q = jnp.log1p(-es)  # log(1 - eps)
+  a = n * log_q  # log (1 - eps)^n
+  qn = jnp.exp(a)  # (1 - eps)^n
+  b = -jnp.expm1(a)  # 1 - (1 - eps)^n
   value = qn * (bound + (n - 1) * log_q) + b * (jnp.log(b) - jnp.log(es))
-  value = jnp.where(n == 1, 0.0, value)   # d_1 = 0 (value is 0 up to rounding).
+  value = jnp.where(n == 1, 0.0, value)  # d_1 = 0 (value is 0 up to rounding).
   value = jnp.where(e <= 0, bound, jnp.where(e >= 1, 0.0, value))
   return jnp.where((e < 0) | (e > 1) | jnp.isnan(e), jnp.nan, value)
 
 
-def bon_kl_estimate_expectation(probs: ArrayLike, rewards: ArrayLike,
-                                n: int) -> jax.Array:
+def bon_kl_estimate_expectation(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.Array:
   """Exact expectation E_{y ~ pi_n}[d_n(pi(y))] of the KL estimator (Sec. 4, v3).
 
   According to a secondary summary of v3 (not checked against the paper text),
@@ -620,8 +621,7 @@ def bon_kl_gap_bound_delta(delta: ArrayLike, n: int) -> jax.Array:
   return 2.0 * n * (n - 1) * d
 
 
-def bon_kl_gap_lower_bound(probs: ArrayLike, rewards: ArrayLike,
-                           n: int) -> jax.Array:
+def bon_kl_gap_lower_bound(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.Array:
   """Lower bound on the KL gap, max(0, log(n eps_inf) - (n-1)/n).
 
   eps_inf is the reference probability of the highest-reward class with positive
@@ -652,8 +652,7 @@ def bon_kl_gap_lower_bound(probs: ArrayLike, rewards: ArrayLike,
   return jnp.maximum(gap, 0.0)
 
 
-def bon_win_rate_gap_bound(probs: ArrayLike, rewards: ArrayLike,
-                           n: int) -> jax.Array:
+def bon_win_rate_gap_bound(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.Array:
   """Upper bound on the win-rate gap, (n-1)/2 exp(-H_2).
 
   The gap is n/(n+1) - bon_win_rate >= 0; exp(-H_2) is summed over tie classes as
@@ -717,8 +716,9 @@ def _check_unit_interval(x: ArrayLike, name: str) -> jax.Array:
   return arr
 
 
-def rewind_repeat_pmf(probs: ArrayLike, rewards: ArrayLike, threshold: ArrayLike,
-                      *, max_tries: int | None = None) -> jax.Array:
+def rewind_repeat_pmf(
+  probs: ArrayLike, rewards: ArrayLike, threshold: ArrayLike, *, max_tries: int | None = None
+) -> jax.Array:
   """PMF of rewind-and-repeat (Beirami et al. Sec. 6, v3).
 
   Draw from pi until the reward is >= ``threshold``.  (The paper's exact
@@ -759,16 +759,16 @@ def rewind_repeat_pmf(probs: ArrayLike, rewards: ArrayLike, threshold: ArrayLike
   try:
     t = jnp.broadcast_to(t, p.shape[:-1])
   except ValueError as e:
-    raise ValueError(f"threshold shape {t.shape} must broadcast to the batch shape "
-                     f"{p.shape[:-1]} of probs.") from e
+    raise ValueError(
+      f"threshold shape {t.shape} must broadcast to the batch shape {p.shape[:-1]} of probs."
+    ) from e
   _check_not_nan(t, "threshold")
   # Under jit a NaN threshold or reward makes that row NaN.
   bad = jnp.isnan(t)[..., None] | jnp.any(jnp.isnan(r), -1, keepdims=True)
   return jnp.where(bad, jnp.nan, _rewind_repeat(p, r, t, max_tries))
 
 
-def _rewind_repeat(p: jax.Array, r: jax.Array, t: jax.Array,
-                   max_tries: int | None) -> jax.Array:
+def _rewind_repeat(p: jax.Array, r: jax.Array, t: jax.Array, max_tries: int | None) -> jax.Array:
   accept = r >= t[..., None]
   p_acc = jnp.sum(jnp.where(accept, p, 0.0), axis=-1, keepdims=True)
   p_rej = jnp.sum(jnp.where(accept, 0.0, p), axis=-1, keepdims=True)
@@ -782,8 +782,9 @@ def _rewind_repeat(p: jax.Array, r: jax.Array, t: jax.Array,
   m = max_tries
   # log(1 - P_A), accurately for P_A near 0 and near 1.
   small = p_acc < 0.5
-  log_rej = jnp.where(small, jnp.log1p(-jnp.where(small, p_acc, 0.0)),
-                      jnp.log(jnp.where(small, 1.0, p_rej)))
+  log_rej = jnp.where(
+    small, jnp.log1p(-jnp.where(small, p_acc, 0.0)), jnp.log(jnp.where(small, 1.0, p_rej))
+  )
   p_acc_safe = jnp.where(none, 1.0, p_acc)
   factor_acc = jnp.where(none, float(m), -jnp.expm1(m * log_rej) / p_acc_safe)
   factor_rej = jnp.exp((m - 1) * log_rej)

@@ -7,16 +7,17 @@ only be checked eagerly (outside ``jit``); see :func:`is_concrete`.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
+import numbers
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 
-def check_int(value, name: str, *, low: int | None = None, high: int | None = None,
-              high_name: str | None = None) -> int:
+def check_int(
+  value, name: str, *, low: int | None = None, high: int | None = None, high_name: str | None = None
+) -> int:
   """Returns ``value`` as a Python int, or raises ``ValueError`` naming ``name``.
 
   Booleans and floats (even integral ones such as ``2.0``) are rejected: ``k`` and
@@ -51,8 +52,9 @@ def as_float_array(x, name: str, *, min_ndim: int = 1) -> jax.Array:
     raise ValueError(f"{name} must be array-like: {e}") from e
   if arr.ndim < min_ndim:
     raise ValueError(
-        f"{name} must have at least {min_ndim} dimension(s) with the sample axis last;"
-        f" got shape {arr.shape}.")
+      f"{name} must have at least {min_ndim} dimension(s) with the sample axis last;"
+      f" got shape {arr.shape}."
+    )
   if not jnp.issubdtype(arr.dtype, jnp.floating):
     arr = arr.astype(jnp.result_type(float))  # float32, or float64 under jax_enable_x64
   return arr
@@ -60,8 +62,7 @@ def as_float_array(x, name: str, *, min_ndim: int = 1) -> jax.Array:
 
 def check_same_shape(a: jax.Array, a_name: str, b: jax.Array, b_name: str) -> None:
   if a.shape != b.shape:
-    raise ValueError(
-        f"{b_name} shape {b.shape} must equal {a_name} shape {a.shape}.")
+    raise ValueError(f"{b_name} shape {b.shape} must equal {a_name} shape {a.shape}.")
 
 
 def is_concrete(x) -> bool:

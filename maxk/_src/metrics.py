@@ -19,8 +19,8 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.typing import ArrayLike
+import numpy as np
 
 from maxk._src import checks
 from maxk._src import combinatorics
@@ -64,6 +64,7 @@ def count_correct(values: jax.Array):
   index = jnp.clip(jnp.round(jnp.nan_to_num(count)), 0, n).astype(jnp.int32)
   return count, index
 
+
 def pass_at_k(correct: ArrayLike, k: int) -> jax.Array:
   """Unbiased pass@k estimate from n samples per group (Chen et al. 2021; PKPO Eq. 3).
 
@@ -94,6 +95,7 @@ def _pass_at_k(values: jax.Array, k: int) -> jax.Array:
   count, index = count_correct(values)
   table = jnp.asarray(_pass_at_k_table(n, k), dtype=values.dtype)
   return jnp.where(jnp.isfinite(count), table[index], jnp.nan)
+
 
 def weighted_sorted_sum(r_sorted: jax.Array, coeffs: np.ndarray) -> jax.Array:
   """Σ_j coeffs_j r_sorted_j over the last axis, treating 0 · ±inf as 0.

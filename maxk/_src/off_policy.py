@@ -30,10 +30,10 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 from jax import lax
+import jax.numpy as jnp
 from jax.typing import ArrayLike
+import numpy as np
 
 from maxk._src import advantages
 from maxk._src import checks
@@ -81,8 +81,7 @@ def _surrogate_sorted(log_ratio_sorted: jax.Array, r_sorted: jax.Array, k: int) 
   n = r_sorted.shape[-1]
   rho = jnp.exp(log_ratio_sorted)
   mean_esp = _mean_esp_scan(rho, k)
-  return metrics.weighted_sorted_sum(r_sorted * rho * mean_esp,
-                                     combinatorics.max_weights(n, k))
+  return metrics.weighted_sorted_sum(r_sorted * rho * mean_esp, combinatorics.max_weights(n, k))
 
 
 def _validate(rewards, log_ratio, k, log_ratio_name="log_ratio"):
@@ -95,8 +94,9 @@ def _validate(rewards, log_ratio, k, log_ratio_name="log_ratio"):
   return rewards.astype(dtype), log_ratio.astype(dtype), n, k
 
 
-def max_at_k_surrogate(logp: ArrayLike, logp_old: ArrayLike, rewards: ArrayLike,
-                       k: int) -> jax.Array:
+def max_at_k_surrogate(
+  logp: ArrayLike, logp_old: ArrayLike, rewards: ArrayLike, k: int
+) -> jax.Array:
   """Importance-weighted U-statistic J of max@k, differentiable in ``logp``.
 
   J = (1/C(n,k)) Σ_{|I|=k} Π_{j∈I} exp(logp_j − logp_old_j) · max_{j∈I} r_j
@@ -138,22 +138,27 @@ def _first_order_sorted(r_sorted: jax.Array, delta_sorted: jax.Array, n: int, k:
   U_q = Σ_{I ⊇ {p, q}} max_I r for any p < q depends only on q:
   U_q = C(q−2,k−2) r_(q) + Σ_{m>q} C(m−3,k−3) r_(m).
   """
-  s = advantages.apply_sorted_transform(
-      r_sorted, advantages.transform_coefficients(n, k, "none"))
+  s = advantages.apply_sorted_transform(r_sorted, advantages.transform_coefficients(n, k, "none"))
   out = s * (1 + delta_sorted)
   if k >= 2:
     q = np.arange(1, n + 1)
     u = advantages.apply_sorted_transform(
-        r_sorted, (combinatorics.binom_ratio(q - 2, k - 2, n, k),
-                   combinatorics.binom_ratio(q - 3, k - 3, n, k), np.zeros(n)))
+      r_sorted,
+      (
+        combinatorics.binom_ratio(q - 2, k - 2, n, k),
+        combinatorics.binom_ratio(q - 3, k - 3, n, k),
+        np.zeros(n),
+      ),
+    )
     lower = jnp.cumsum(delta_sorted, axis=-1) - delta_sorted
     upper = advantages._exclusive_suffix_sum(delta_sorted * u)  # pylint: disable=protected-access
     out = out + u * lower + upper
   return out
 
 
-def max_at_k_advantages_off_policy(rewards: ArrayLike, log_ratio: ArrayLike, k: int, *,
-                                   method: str = "exact") -> jax.Array:
+def max_at_k_advantages_off_policy(
+  rewards: ArrayLike, log_ratio: ArrayLike, k: int, *, method: str = "exact"
+) -> jax.Array:
   """Off-policy max@k gradient weights a_i = (1/C(n,k)) Σ_{|I|=k, I∋i} w(I) max_I r.
 
   Samples are drawn from π_old and log_ratio_i = log π_θ(y_i) − log π_old(y_i):

@@ -11,8 +11,8 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.typing import ArrayLike
+import numpy as np
 
 from maxk._src import advantages
 from maxk._src import checks
@@ -125,8 +125,7 @@ def _pass_at_k_training_tables(n: int, k: int):
   return mean, ratio
 
 
-def pass_at_k_training_advantages(correct: ArrayLike, k: int, *,
-                                  eps: float = 0.0) -> jax.Array:
+def pass_at_k_training_advantages(correct: ArrayLike, k: int, *, eps: float = 0.0) -> jax.Array:
   """Analytic Pass@k-Training advantages (Chen et al., arXiv 2508.10751, Eqs. 11-15).
 
   With N = n rollouts of which N_neg are incorrect, the group's pass@k reward is

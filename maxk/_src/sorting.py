@@ -15,10 +15,9 @@ for groups of at most 128 samples, in cache-sized chunks of rows.
 
 from __future__ import annotations
 
-
 import jax
-import jax.numpy as jnp
 from jax import lax
+import jax.numpy as jnp
 
 # Pairwise ranking beats XLA's CPU sort for groups of up to this size (measured
 # on 2 cores: 8x faster at [4096, 16], 4x at [256, 64]; slower from n = 256).
@@ -49,7 +48,7 @@ def _pairwise_rank(x: jax.Array) -> jax.Array:
   n = x.shape[-1]
   key = jnp.where(jnp.isnan(x), jnp.inf, x)
   other = key[..., None, :]  # j
-  this = key[..., :, None]   # i
+  this = key[..., :, None]  # i
   earlier = jnp.tril(jnp.ones((n, n), bool), -1)  # [i, j]: j < i
   before = (other < this) | ((other == this) & earlier)
   return jnp.sum(before, axis=-1, dtype=jnp.int32)

@@ -12,7 +12,8 @@ from experiments.lm.configs import tiny
 def get_config() -> ml_collections.ConfigDict:
   c = tiny.get_config()
   c.task.kwargs = ml_collections.ConfigDict(
-      {"num_numbers": 4, "max_number": 25, "min_used": 3, "target_digits": 3})
+    {"num_numbers": 4, "max_number": 25, "min_used": 3, "target_digits": 3}
+  )
 
   c.model.d_model = 512
   c.model.num_heads = 8

@@ -16,7 +16,8 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
   c.task = ml_collections.ConfigDict()
   c.task.name = "countdown"  # See experiments.lm.tasks.TASKS.
   c.task.kwargs = ml_collections.ConfigDict(
-      {"num_numbers": 3, "max_number": 9, "min_used": 2, "target_digits": 3})
+    {"num_numbers": 3, "max_number": 9, "min_used": 2, "target_digits": 3}
+  )
 
   c.model = ml_collections.ConfigDict()
   c.model.d_model = 64

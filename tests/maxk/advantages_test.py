@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import maxk
-import enumeration
+from tests.maxk import enumeration
 
 BASELINES = ["none", "loo", "loo_centered", "loo_minus_one", "mean_std"]
 UNBIASED = ["none", "loo", "loo_centered", "loo_minus_one"]
@@ -19,9 +19,9 @@ UNBIASED = ["none", "loo", "loo_centered", "loo_minus_one"]
 
 def _reward_kinds(n, rng):
   return {
-      "normal": rng.normal(size=(2, 3, n)),
-      "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
-      "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
+    "normal": rng.normal(size=(2, 3, n)),
+    "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
+    "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
   }
 
 
@@ -34,15 +34,18 @@ def test_matches_enumeration(n, baseline):
       got = np.asarray(maxk.max_at_k_advantages(r.astype(np.float32), k, baseline=baseline))
       want = np.apply_along_axis(enumeration.advantages, -1, r, k, baseline)
       assert got.shape == r.shape
-      np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5,
-                                 err_msg=f"{kind} k={k} {baseline}")
+      np.testing.assert_allclose(
+        got, want, rtol=1e-4, atol=2e-5, err_msg=f"{kind} k={k} {baseline}"
+      )
 
 
 @hypothesis.settings(max_examples=30, deadline=None)
 @hypothesis.given(
-    r=hnp.arrays(np.float64, st.integers(2, 7),
-                 elements=st.sampled_from([-1.0, 0.0, 0.25, 0.5, 1.0, 3.0])),
-    data=st.data())
+  r=hnp.arrays(
+    np.float64, st.integers(2, 7), elements=st.sampled_from([-1.0, 0.0, 0.25, 0.5, 1.0, 3.0])
+  ),
+  data=st.data(),
+)
 def test_tied_rewards_property(r, data):
   n = r.shape[0]
   k = data.draw(st.integers(1, n))
@@ -96,8 +99,9 @@ def test_pkpo_equations_on_sorted_groups(n, k):
   s, loo, loo_m1 = _pkpo_per_group(g, k)
   np.testing.assert_allclose(maxk.max_at_k_advantages(g, k, baseline="none"), s, atol=1e-6)
   np.testing.assert_allclose(maxk.max_at_k_advantages(g, k, baseline="loo"), loo, atol=1e-6)
-  np.testing.assert_allclose(maxk.max_at_k_advantages(g, k, baseline="loo_minus_one"),
-                             loo_m1, atol=1e-6)
+  np.testing.assert_allclose(
+    maxk.max_at_k_advantages(g, k, baseline="loo_minus_one"), loo_m1, atol=1e-6
+  )
 
 
 def test_worked_example():
@@ -105,11 +109,13 @@ def test_worked_example():
   pairs (0.1,0.5),(0.1,0.2),(0.1,0.9),(0.5,0.2),(0.5,0.9),(0.2,0.9) have maxima
   0.5, 0.2, 0.9, 0.5, 0.9, 0.9, so S(0.1) = 1.6/6, S(0.5) = 1.9/6, S(0.9) = 2.7/6."""
   g = np.array([0.1, 0.5, 0.2, 0.9], np.float32)
-  np.testing.assert_allclose(maxk.max_at_k_advantages(g, 2, baseline="none"),
-                             [1.6 / 6, 1.9 / 6, 1.6 / 6, 2.7 / 6], rtol=1e-6)
+  np.testing.assert_allclose(
+    maxk.max_at_k_advantages(g, 2, baseline="none"), [1.6 / 6, 1.9 / 6, 1.6 / 6, 2.7 / 6], rtol=1e-6
+  )
   # loo−1: Σ over pairs containing i of (max − the other), / 6.
-  np.testing.assert_allclose(maxk.max_at_k_advantages(g, 2),
-                             [0.0, 0.7 / 6, 0.1 / 6, 1.9 / 6], rtol=1e-5, atol=1e-7)
+  np.testing.assert_allclose(
+    maxk.max_at_k_advantages(g, 2), [0.0, 0.7 / 6, 0.1 / 6, 1.9 / 6], rtol=1e-5, atol=1e-7
+  )
 
 
 def test_baseline_identities():
@@ -122,18 +128,26 @@ def test_baseline_identities():
       np.testing.assert_allclose(jnp.sum(centered, -1), 0, atol=1e-5)
     # Shift invariance of the baselines that subtract a max@k of the same scale.
     for b in ("loo_centered", "loo_minus_one") if k < n else ("loo_minus_one",):
-      np.testing.assert_allclose(maxk.max_at_k_advantages(r + 3.0, k, baseline=b),
-                                 maxk.max_at_k_advantages(r, k, baseline=b), atol=1e-5)
-  np.testing.assert_allclose(maxk.max_at_k_advantages(r, 1, baseline="loo_centered"),
-                             maxk.rloo_advantages(r) / n, atol=1e-6)
-  np.testing.assert_allclose(maxk.max_at_k_advantages(r, 1, baseline="loo_minus_one"),
-                             maxk.max_at_k_advantages(r, 1, baseline="loo_centered"))
+      np.testing.assert_allclose(
+        maxk.max_at_k_advantages(r + 3.0, k, baseline=b),
+        maxk.max_at_k_advantages(r, k, baseline=b),
+        atol=1e-5,
+      )
+  np.testing.assert_allclose(
+    maxk.max_at_k_advantages(r, 1, baseline="loo_centered"), maxk.rloo_advantages(r) / n, atol=1e-6
+  )
+  np.testing.assert_allclose(
+    maxk.max_at_k_advantages(r, 1, baseline="loo_minus_one"),
+    maxk.max_at_k_advantages(r, 1, baseline="loo_centered"),
+  )
   for b in ("loo", "loo_centered"):
-    np.testing.assert_allclose(maxk.max_at_k_advantages(r, n, baseline=b),
-                               maxk.max_at_k_advantages(r, n, baseline="none"))
+    np.testing.assert_allclose(
+      maxk.max_at_k_advantages(r, n, baseline=b), maxk.max_at_k_advantages(r, n, baseline="none")
+    )
   # k = n, loo−1 is max-minus-second (Tang et al.).
-  np.testing.assert_allclose(maxk.max_at_k_advantages(r, n),
-                             maxk.max_minus_second_advantages(r), atol=1e-6)
+  np.testing.assert_allclose(
+    maxk.max_at_k_advantages(r, n), maxk.max_minus_second_advantages(r), atol=1e-6
+  )
   # Constant groups get exactly zero advantage under the centred baselines.
   const = jnp.full((2, 5), 0.7)
   for b in ("loo_centered", "loo_minus_one", "mean_std"):
@@ -149,8 +163,8 @@ def test_unbiased_exactly_on_categorical_policy(values, n):
     exact = enumeration.exact_max_at_k_grad(logits, values, k)
     for baseline in UNBIASED:
       est = enumeration.expected_score_estimate(
-          lambda r, lr: maxk.max_at_k_advantages(r, k, baseline=baseline),
-          logits, logits, values, n)
+        lambda r, lr: maxk.max_at_k_advantages(r, k, baseline=baseline), logits, logits, values, n
+      )
       np.testing.assert_allclose(est, exact, atol=2e-6, err_msg=f"k={k} {baseline}")
 
 
@@ -159,8 +173,8 @@ def test_mean_std_is_biased():
   values = [-1.0, 0.5, 2.0]
   exact = enumeration.exact_max_at_k_grad(logits, values, 2)
   est = enumeration.expected_score_estimate(
-      lambda r, lr: maxk.max_at_k_advantages(r, 2, baseline="mean_std"),
-      logits, logits, values, 4)
+    lambda r, lr: maxk.max_at_k_advantages(r, 2, baseline="mean_std"), logits, logits, values, 4
+  )
   assert np.max(np.abs(est - exact)) > 1e-2
 
 
@@ -232,6 +246,7 @@ def test_float32_matches_float64_reference(n):
   evaluation of the same formulas (the benchmark's per-group reference), for k in
   {1, 2, n/4, n/2, n-1, n}."""
   from benchmarks import estimators as reference  # pylint: disable=import-outside-toplevel
+
   rng = np.random.default_rng(n + 1)
   r32 = rng.random((2, n)).astype(np.float32)
   r64 = r32.astype(np.float64)

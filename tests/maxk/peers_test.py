@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import maxk
-import enumeration
+from tests.maxk import enumeration
 
 
 def test_grpo_matches_definition():
@@ -39,32 +39,39 @@ def test_grpo_and_rloo_constant_groups_are_exactly_zero(n):
 def test_grpo_and_rloo_accurate_under_a_large_common_offset():
   rng = np.random.default_rng(11)
   r = (1e6 + rng.standard_normal((64, 8))).astype(np.float32)
-  r64 = r.astype(np.float64)                               # The float32 values, exactly.
+  r64 = r.astype(np.float64)  # The float32 values, exactly.
   d = r64 - r64.mean(-1, keepdims=True)
   np.testing.assert_allclose(maxk.rloo_advantages(r), d * 8 / 7, rtol=0, atol=1e-6)
-  np.testing.assert_allclose(maxk.grpo_advantages(r), d / (r64.std(-1, keepdims=True) + 1e-6),
-                             rtol=0, atol=1e-5)
+  np.testing.assert_allclose(
+    maxk.grpo_advantages(r), d / (r64.std(-1, keepdims=True) + 1e-6), rtol=0, atol=1e-5
+  )
   # Exactly representable answer: [-0.6875, 0.6875] (was [-0.625, 0.75]).
   np.testing.assert_array_equal(
-      maxk.rloo_advantages(np.array([1000000.1875, 1000000.875], np.float32)),
-      [-0.6875, 0.6875])
+    maxk.rloo_advantages(np.array([1000000.1875, 1000000.875], np.float32)), [-0.6875, 0.6875]
+  )
 
 
 @pytest.mark.parametrize("n", range(2, 9))
 def test_rloo_and_max_minus_second_match_enumeration(n):
   rng = np.random.default_rng(n)
   for r in (rng.normal(size=(3, n)), rng.integers(0, 3, size=(5, n)).astype(np.float64)):
-    np.testing.assert_allclose(maxk.rloo_advantages(r.astype(np.float32)),
-                               np.apply_along_axis(enumeration.rloo, -1, r), atol=1e-5)
-    np.testing.assert_allclose(maxk.max_minus_second_advantages(r.astype(np.float32)),
-                               np.apply_along_axis(enumeration.max_minus_second, -1, r),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+      maxk.rloo_advantages(r.astype(np.float32)),
+      np.apply_along_axis(enumeration.rloo, -1, r),
+      atol=1e-5,
+    )
+    np.testing.assert_allclose(
+      maxk.max_minus_second_advantages(r.astype(np.float32)),
+      np.apply_along_axis(enumeration.max_minus_second, -1, r),
+      atol=1e-6,
+    )
 
 
 def test_max_minus_second_ties():
   r = np.array([[0.7, 0.7, 0.1], [0.1, 0.9, 0.3], [1.0, 1.0, 1.0]], np.float32)
-  np.testing.assert_allclose(maxk.max_minus_second_advantages(r),
-                             [[0, 0, 0], [0, 0.6, 0], [0, 0, 0]], atol=1e-7)
+  np.testing.assert_allclose(
+    maxk.max_minus_second_advantages(r), [[0, 0, 0], [0, 0.6, 0], [0, 0, 0]], atol=1e-7
+  )
 
 
 @pytest.mark.parametrize("n", range(1, 9))
@@ -89,8 +96,11 @@ def test_pass_at_k_training_values_and_eps():
   got = maxk.pass_at_k_training_advantages(c, 4, eps=0.1)
   np.testing.assert_allclose(got[0], (1 / 14) / (sigma + 0.1), rtol=1e-5)
   # k = 1 is GRPO with binary rewards (population std, no eps).
-  np.testing.assert_allclose(maxk.pass_at_k_training_advantages(c, 1),
-                             maxk.grpo_advantages(c.astype(np.float32), eps=0.0), rtol=1e-5)
+  np.testing.assert_allclose(
+    maxk.pass_at_k_training_advantages(c, 1),
+    maxk.grpo_advantages(c.astype(np.float32), eps=0.0),
+    rtol=1e-5,
+  )
 
 
 def test_unbiasedness_of_rloo_and_max_minus_second():
@@ -98,14 +108,14 @@ def test_unbiasedness_of_rloo_and_max_minus_second():
   logits = np.array([0.2, -0.4, 0.5])
   values = [-1.0, 0.5, 2.0]
   for n in (2, 3, 4):
-    est = enumeration.expected_score_estimate(lambda r, lr: maxk.rloo_advantages(r) / n,
-                                              logits, logits, values, n)
-    np.testing.assert_allclose(est, enumeration.exact_max_at_k_grad(logits, values, 1),
-                               atol=2e-6)
     est = enumeration.expected_score_estimate(
-        lambda r, lr: maxk.max_minus_second_advantages(r), logits, logits, values, n)
-    np.testing.assert_allclose(est, enumeration.exact_max_at_k_grad(logits, values, n),
-                               atol=2e-6)
+      lambda r, lr: maxk.rloo_advantages(r) / n, logits, logits, values, n
+    )
+    np.testing.assert_allclose(est, enumeration.exact_max_at_k_grad(logits, values, 1), atol=2e-6)
+    est = enumeration.expected_score_estimate(
+      lambda r, lr: maxk.max_minus_second_advantages(r), logits, logits, values, n
+    )
+    np.testing.assert_allclose(est, enumeration.exact_max_at_k_grad(logits, values, n), atol=2e-6)
 
 
 def test_jit_vmap_and_nan_isolation():

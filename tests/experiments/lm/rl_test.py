@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import maxk
 from experiments.lm import model as model_lib
 from experiments.lm import rl
 from experiments.lm import sampling
 from experiments.lm import tasks
+import maxk
 
 
 def test_parse_runs_and_schedules():
@@ -21,9 +21,14 @@ def test_parse_runs_and_schedules():
   assert [annealed.k_at(s) for s in (1, 49, 50, 79, 80, 200)] == [8, 8, 1, 1, 2, 2]
   assert annealed.k_label == "8:50:1:80:2"
   assert runs[2].k_label == "n/a" and runs[0].k_at(7) == 1
-  for bad, match in [("max_at_k@9", "1 <= k <= n=8"), ("ppo", "Unknown estimator"),
-                     ("max_at_k@2:3", "k0"), ("max_at_k@a", "integers"),
-                     ("grpo,grpo", "repeats"), ("", "at least one")]:
+  for bad, match in [
+    ("max_at_k@9", "1 <= k <= n=8"),
+    ("ppo", "Unknown estimator"),
+    ("max_at_k@2:3", "k0"),
+    ("max_at_k@a", "integers"),
+    ("grpo,grpo", "repeats"),
+    ("", "at least one"),
+  ]:
     with pytest.raises(ValueError, match=match):
       rl.parse_runs(bad, n=8)
   with pytest.raises(ValueError, match="off_policy"):
@@ -31,8 +36,9 @@ def test_parse_runs_and_schedules():
 
 
 P, N, K = 3, 4, 2
-CFG = model_lib.ModelConfig(vocab_size=tasks.VOCAB_SIZE, max_len=16, d_model=16, num_heads=2,
-                            num_layers=1, d_ff=32)
+CFG = model_lib.ModelConfig(
+  vocab_size=tasks.VOCAB_SIZE, max_len=16, d_model=16, num_heads=2, num_layers=1, d_ff=32
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +58,11 @@ def _grad(params, graphdef, spec, old_params, tokens, mask, rewards):
   adv = rl.advantages(spec.estimator, rewards, spec.k, spec.baseline)
   shift = adv - maxk.max_at_k_advantages(rewards, spec.k, baseline="none")
   zeros = jnp.zeros(mask.shape)
-  return jax.grad(lambda p: rl.policy_loss(p, graphdef, tokens, mask, rewards, seq_old, adv,
-                                           shift, zeros, spec)[0])(params)
+  return jax.grad(
+    lambda p: rl.policy_loss(p, graphdef, tokens, mask, rewards, seq_old, adv, shift, zeros, spec)[
+      0
+    ]
+  )(params)
 
 
 def _close(a, b):
@@ -64,10 +73,13 @@ def _close(a, b):
 def test_first_epoch_gradient_is_the_on_policy_estimator(batch):
   # (The surrogate is checked against "exact" off-policy below.)
   graphdef, params, tokens, mask, rewards, prompt_len = batch
-  spec = lambda m: rl.UpdateSpec(estimator="max_at_k", k=K, off_policy=m, n=N,
-                                 prompt_len=prompt_len)
-  grads = {m: _grad(params, graphdef, spec(m), params, tokens, mask, rewards)
-           for m in ("exact", "first_order", "ppo_clip")}
+  spec = lambda m: rl.UpdateSpec(
+    estimator="max_at_k", k=K, off_policy=m, n=N, prompt_len=prompt_len
+  )
+  grads = {
+    m: _grad(params, graphdef, spec(m), params, tokens, mask, rewards)
+    for m in ("exact", "first_order", "ppo_clip")
+  }
   for m in ("first_order", "ppo_clip"):
     _close(grads[m], grads["exact"])
 
@@ -75,7 +87,10 @@ def test_first_epoch_gradient_is_the_on_policy_estimator(batch):
 def test_surrogate_gradient_equals_unclipped_exact_weights_off_policy(batch):
   graphdef, params, tokens, mask, rewards, prompt_len = batch
   old = jax.tree.map(lambda x: x + 0.05 * jnp.sign(jnp.sin(1e3 * x)), params)
-  spec = lambda m: rl.UpdateSpec(estimator="max_at_k", k=K, off_policy=m, n=N,
-                                 prompt_len=prompt_len, clip_eps=1e6)
-  _close(_grad(params, graphdef, spec("surrogate"), old, tokens, mask, rewards),
-         _grad(params, graphdef, spec("exact"), old, tokens, mask, rewards))
+  spec = lambda m: rl.UpdateSpec(
+    estimator="max_at_k", k=K, off_policy=m, n=N, prompt_len=prompt_len, clip_eps=1e6
+  )
+  _close(
+    _grad(params, graphdef, spec("surrogate"), old, tokens, mask, rewards),
+    _grad(params, graphdef, spec("exact"), old, tokens, mask, rewards),
+  )

@@ -9,8 +9,9 @@ from experiments.lm import model as model_lib
 from experiments.lm import sampling
 from experiments.lm import tasks
 
-CFG = model_lib.ModelConfig(vocab_size=tasks.VOCAB_SIZE, max_len=24, d_model=32, num_heads=4,
-                            num_layers=2, d_ff=64)
+CFG = model_lib.ModelConfig(
+  vocab_size=tasks.VOCAB_SIZE, max_len=24, d_model=32, num_heads=4, num_layers=2, d_ff=64
+)
 MAX_NEW = 14
 
 
@@ -29,25 +30,29 @@ def prompts():
 def test_cached_sampling_equals_uncached_logits(model, prompts):
   graphdef, params = model
   key = jax.random.key(1)
-  cached = sampling.generate(graphdef, params, prompts, key, cfg=CFG, max_new=MAX_NEW,
-                             return_logits=True)
-  uncached = sampling.generate(graphdef, params, prompts, key, cfg=CFG, max_new=MAX_NEW,
-                               use_cache=False, return_logits=True)
+  cached = sampling.generate(
+    graphdef, params, prompts, key, cfg=CFG, max_new=MAX_NEW, return_logits=True
+  )
+  uncached = sampling.generate(
+    graphdef, params, prompts, key, cfg=CFG, max_new=MAX_NEW, use_cache=False, return_logits=True
+  )
   np.testing.assert_allclose(cached["logits"], uncached["logits"], atol=1e-5)
   np.testing.assert_array_equal(cached["tokens"], uncached["tokens"])
   # And equal to one teacher-forced pass over prompt + sample.
   full = jnp.concatenate([prompts, cached["tokens"]], axis=1)
-  logits, logp, entropy = jax.jit(lambda p, x: (
+  logits, logp, entropy = jax.jit(
+    lambda p, x: (
       model_lib.apply(graphdef, p, x[:, :-1])[0],
-      *model_lib.token_logprobs(graphdef, p, x, prompts.shape[1])))(params, full)
-  np.testing.assert_allclose(cached["logits"], logits[:, prompts.shape[1] - 1:], atol=1e-5)
+      *model_lib.token_logprobs(graphdef, p, x, prompts.shape[1]),
+    )
+  )(params, full)
+  np.testing.assert_allclose(cached["logits"], logits[:, prompts.shape[1] - 1 :], atol=1e-5)
   np.testing.assert_allclose(entropy, cached["entropy"], atol=1e-5)
   assert logp.shape == (prompts.shape[0], MAX_NEW) and (logp <= 0).all()
 
 
 def test_chunked_prefill_equals_full_forward(model, prompts):
   graphdef, params = model
-
 
   @jax.jit
   def both(params, prompts):
@@ -77,12 +82,21 @@ def test_eos_mask_and_padding(model, prompts):
 
 def test_greedy_and_determinism(model, prompts):
   graphdef, params = model
-  greedy = sampling.generate(graphdef, params, prompts, jax.random.key(0), cfg=CFG,
-                             max_new=MAX_NEW, temperature=0.0, return_logits=True)
+  greedy = sampling.generate(
+    graphdef,
+    params,
+    prompts,
+    jax.random.key(0),
+    cfg=CFG,
+    max_new=MAX_NEW,
+    temperature=0.0,
+    return_logits=True,
+  )
   first = np.asarray(greedy["logits"][:, 0])
   np.testing.assert_array_equal(greedy["tokens"][:, 0], first.argmax(-1))
-  other_key = sampling.generate(graphdef, params, prompts, jax.random.key(5), cfg=CFG,
-                                max_new=MAX_NEW, temperature=0.0)
+  other_key = sampling.generate(
+    graphdef, params, prompts, jax.random.key(5), cfg=CFG, max_new=MAX_NEW, temperature=0.0
+  )
   np.testing.assert_array_equal(greedy["tokens"], other_key["tokens"])
   with pytest.raises(ValueError, match="exceeds max_len"):
     sampling.generate(graphdef, params, prompts, jax.random.key(0), cfg=CFG, max_new=20)

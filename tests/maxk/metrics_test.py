@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 import maxk
-import enumeration
+from tests.maxk import enumeration
 
 
 def _reward_kinds(n, rng):
   return {
-      "normal": rng.normal(size=(2, 3, n)),
-      "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
-      "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
+    "normal": rng.normal(size=(2, 3, n)),
+    "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
+    "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
   }
 
 
@@ -45,8 +45,9 @@ def test_pass_at_k_matches_enumeration_and_formula(n):
     formula = 1 - np.vectorize(lambda ci: math.comb(n - ci, k) / math.comb(n, k))(c)
     np.testing.assert_allclose(got, formula, rtol=1e-6, atol=1e-7)
     # For {0, 1} rewards max@k is pass@k.
-    np.testing.assert_allclose(maxk.max_at_k(correct.astype(np.float32), k), got,
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+      maxk.max_at_k(correct.astype(np.float32), k), got, rtol=1e-6, atol=1e-6
+    )
 
 
 def test_pass_at_k_accepts_int_and_bool_and_is_exact_for_large_n():
@@ -60,9 +61,9 @@ def test_pass_at_k_accepts_int_and_bool_and_is_exact_for_large_n():
 
 @hypothesis.settings(max_examples=40, deadline=None)
 @hypothesis.given(
-    r=hnp.arrays(np.float64, st.integers(1, 7),
-                 elements=st.floats(-5, 5, allow_nan=False, width=32)),
-    data=st.data())
+  r=hnp.arrays(np.float64, st.integers(1, 7), elements=st.floats(-5, 5, allow_nan=False, width=32)),
+  data=st.data(),
+)
 def test_max_at_k_properties(r, data):
   n = r.shape[0]
   k = data.draw(st.integers(1, n))

@@ -9,22 +9,39 @@ import sys
 import nbformat
 
 from experiments import report
+from tests import REPO_ROOT
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = REPO_ROOT
 
 
 def _pngs(out_dir):
-  return sorted(os.path.relpath(os.path.join(d, f), out_dir).replace(os.sep, "/")
-                for d, _, files in os.walk(out_dir) for f in files if f.endswith(".png"))
+  return sorted(
+    os.path.relpath(os.path.join(d, f), out_dir).replace(os.sep, "/")
+    for d, _, files in os.walk(out_dir)
+    for f in files
+    if f.endswith(".png")
+  )
 
 
 def test_smoke_run_writes_index_with_every_figure(tmp_path):
   out = tmp_path / "reproduce"
   env = dict(os.environ, JAX_PLATFORMS="cpu")
   proc = subprocess.run(
-      [sys.executable, "-m", "experiments.reproduce", f"--out_dir={out}", "--smoke",
-       "--seed=1", "--stages=best_of_n,bandit_variance,bandit_training"],
-      cwd=_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    [
+      sys.executable,
+      "-m",
+      "experiments.reproduce",
+      f"--out_dir={out}",
+      "--smoke",
+      "--seed=1",
+      "--stages=best_of_n,bandit_variance,bandit_training",
+    ],
+    cwd=_ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert proc.returncode == 0, proc.stdout + proc.stderr
   # Progress display: one line per stage start and end, with timings.
   assert "[1/3] best_of_n" in proc.stdout and "[3/3] bandit_training: ok in" in proc.stdout
@@ -37,16 +54,30 @@ def test_smoke_run_writes_index_with_every_figure(tmp_path):
     assert f"({png})" in index_md and f"src='{png}'" in index_html
     assert report.caption(png), png
   assert "SMOKE" in index_md
-  assert "| estimator | var n=4 | var n=8 | max abs bias_z |" in index_md  # The PKPO variance table.
+  assert (
+    "| estimator | var n=4 | var n=8 | max abs bias_z |" in index_md
+  )  # The PKPO variance table.
   assert "<table>" in index_html
   for stage in ("best_of_n", "bandit_variance", "bandit_training"):
     assert (out / stage / "results.csv").exists() and (out / stage / "log.txt").exists()
     assert "--seed=1" in (out / stage / "reproduce_command.txt").read_text()
   # Finished stages are reused on a second run.
   proc = subprocess.run(
-      [sys.executable, "-m", "experiments.reproduce", f"--out_dir={out}", "--smoke",
-       "--seed=1", "--stages=best_of_n"], cwd=_ROOT, env=env, capture_output=True,
-      text=True, timeout=120)
+    [
+      sys.executable,
+      "-m",
+      "experiments.reproduce",
+      f"--out_dir={out}",
+      "--smoke",
+      "--seed=1",
+      "--stages=best_of_n",
+    ],
+    cwd=_ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=120,
+  )
   assert proc.returncode == 0 and "best_of_n: reused" in proc.stdout, proc.stdout
 
 
@@ -54,7 +85,9 @@ def test_stage_commands_and_lm_flag():
   full = {s.name: s for s in report.stages(seed=3, smoke=False)}
   assert set(full) == set(report.STAGE_NAMES)
   assert full["lm"].command("/w")[3:5] == [
-      "--workdir=/w", "--config=experiments/lm/configs/tiny.py"]
+    "--workdir=/w",
+    "--config=experiments/lm/configs/tiny.py",
+  ]
   assert "--config.seed=3" in full["lm"].command("/w")
   assert full["best_of_n"].command("/o")[3:] == ["--out_dir=/o", "--seed=3"]
   assert full["notebooks"].command("/o")[2:] == ["experiments.report", "notebooks", "/o"]
@@ -84,8 +117,9 @@ def test_index_tables_and_notebook_figures(tmp_path):
     writer.writeheader()
     writer.writerows(rows)
   stages = [s for s in report.stages(seed=0, smoke=True) if s.name in ("lm", "notebooks")]
-  md, html_path = report.write_index(str(tmp_path), stages,
-                                     {"lm": ("ok", 1.0), "notebooks": ("ok", 2.0)})
+  md, html_path = report.write_index(
+    str(tmp_path), stages, {"lm": ("ok", 1.0), "notebooks": ("ok", 2.0)}
+  )
   text = open(md).read()
   assert "| stage | method | k_opt | pass@1 | pass@2 | pass@4 | max@1 | max@2 | max@4 |" in text
   assert "(lm/pass_at_k.png)" in text

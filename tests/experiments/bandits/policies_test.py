@@ -11,7 +11,6 @@ from scipy import stats
 
 from experiments.bandits import policies
 
-
 # ------------------------------------------------------------------------------
 # PKPO's Gaussian toy.
 # ------------------------------------------------------------------------------
@@ -23,8 +22,14 @@ def _max_at_k_by_cdf_of_x(theta, sigma, k):
   P(R <= t) = P(x < sqrt(t)) + P(x > 1) for t in [0, 1); E[max] = int_0^1 1 - P(R <= t)^k dt.
   """
   cdf = lambda t: stats.norm.cdf(np.sqrt(t), theta, sigma) + stats.norm.sf(1.0, theta, sigma)
-  value, _ = integrate.quad(lambda t: 1.0 - cdf(t)**k, 0.0, 1.0, epsabs=1e-13, limit=500,
-                            points=[min(max(theta, 0.01), 0.99)**2])
+  value, _ = integrate.quad(
+    lambda t: 1.0 - cdf(t) ** k,
+    0.0,
+    1.0,
+    epsabs=1e-13,
+    limit=500,
+    points=[min(max(theta, 0.01), 0.99) ** 2],
+  )
   return value
 
 
@@ -37,10 +42,12 @@ def test_gaussian_max_at_k_matches_reference(theta, sigma, k):
 
 def test_gaussian_max_at_1_is_expected_reward():
   theta, sigma = 1.0, 0.1
-  mean_reward, _ = integrate.quad(lambda x: x**2 * stats.norm.pdf(x, theta, sigma), 0.0, 1.0,
-                                  epsabs=1e-14)
-  np.testing.assert_allclose(policies.gaussian_max_at_k_float64(theta, sigma, 1),
-                             mean_reward, atol=1e-11)
+  mean_reward, _ = integrate.quad(
+    lambda x: x**2 * stats.norm.pdf(x, theta, sigma), 0.0, 1.0, epsabs=1e-14
+  )
+  np.testing.assert_allclose(
+    policies.gaussian_max_at_k_float64(theta, sigma, 1), mean_reward, atol=1e-11
+  )
 
 
 def test_gaussian_max_at_k_matches_monte_carlo():
@@ -64,9 +71,11 @@ def test_gaussian_gradient_matches_finite_differences(theta, sigma, k):
   toy = policies.GaussianToy(sigma=sigma)
   # The policy's parameters are float32: its exact gradient is at float32(theta).
   theta32 = float(np.float32(theta))
-  np.testing.assert_allclose(toy.exact_gradient(toy.init_params(theta), k),
-                             [policies.gaussian_max_at_k_grad_float64(theta32, sigma, k)],
-                             rtol=1e-12)
+  np.testing.assert_allclose(
+    toy.exact_gradient(toy.init_params(theta), k),
+    [policies.gaussian_max_at_k_grad_float64(theta32, sigma, k)],
+    rtol=1e-12,
+  )
 
 
 @pytest.mark.parametrize("theta", [0.3, 0.7, 1.0, 1.2])
@@ -74,11 +83,13 @@ def test_gaussian_gradient_matches_finite_differences(theta, sigma, k):
 def test_gaussian_jax_objective_matches_float64(theta, k):
   toy = policies.GaussianToy(sigma=0.1)
   params = toy.init_params(theta)
-  np.testing.assert_allclose(toy.max_at_k(params, k),
-                             policies.gaussian_max_at_k_float64(theta, 0.1, k), atol=2e-6)
+  np.testing.assert_allclose(
+    toy.max_at_k(params, k), policies.gaussian_max_at_k_float64(theta, 0.1, k), atol=2e-6
+  )
   grad = jax.grad(toy.max_at_k)(params, k)
-  np.testing.assert_allclose(grad, policies.gaussian_max_at_k_grad_float64(theta, 0.1, k),
-                             atol=2e-4, rtol=1e-4)
+  np.testing.assert_allclose(
+    grad, policies.gaussian_max_at_k_grad_float64(theta, 0.1, k), atol=2e-4, rtol=1e-4
+  )
 
 
 def test_gaussian_score_reward_and_log_prob():
@@ -88,8 +99,9 @@ def test_gaussian_score_reward_and_log_prob():
   auto = jax.vmap(jax.grad(lambda t, yi: toy.log_prob(t, yi)), in_axes=(None, 0))(theta, y)
   np.testing.assert_allclose(toy.score(theta, y)[:, 0], auto, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(toy.log_prob(theta, y), stats.norm.logpdf(y, 0.7, 0.2), rtol=1e-5)
-  np.testing.assert_allclose(toy.reward(jnp.array([-0.1, 0.0, 0.5, 1.0, 1.01])),
-                             [0.0, 0.0, 0.25, 1.0, 0.0])
+  np.testing.assert_allclose(
+    toy.reward(jnp.array([-0.1, 0.0, 0.5, 1.0, 1.01])), [0.0, 0.0, 0.25, 1.0, 0.0]
+  )
 
 
 @pytest.mark.parametrize("threshold", [0.0, 0.25, 0.81, 1.0, 1.5])
@@ -102,8 +114,9 @@ def test_gaussian_pass_at_k(threshold):
     p = 0.0
   else:
     p = stats.norm.cdf(1.0, theta, 0.1) - stats.norm.cdf(np.sqrt(threshold), theta, 0.1)
-  np.testing.assert_allclose(toy.pass_at_k(toy.init_params(theta), k, threshold),
-                             1 - (1 - p)**k, atol=1e-6)
+  np.testing.assert_allclose(
+    toy.pass_at_k(toy.init_params(theta), k, threshold), 1 - (1 - p) ** k, atol=1e-6
+  )
 
 
 # ------------------------------------------------------------------------------
@@ -159,8 +172,9 @@ def test_categorical_exact_gradient_matches_finite_differences():
     return _max_at_k_by_enumeration(p, policy.rewards.astype(np.float64), k)
 
   h = 1e-5
-  fd = np.array([(objective(logits + h * e) - objective(logits - h * e)) / (2 * h)
-                 for e in np.eye(6)])
+  fd = np.array(
+    [(objective(logits + h * e) - objective(logits - h * e)) / (2 * h) for e in np.eye(6)]
+  )
   got = policy.exact_gradient(jnp.asarray(logits, jnp.float32), k)
   assert got.shape == (6,) and got.dtype == np.float64
   np.testing.assert_allclose(got, fd, atol=2e-6)
@@ -176,8 +190,9 @@ def test_categorical_score_reward_and_pass_at_k():
   probs = np.asarray(jax.nn.softmax(logits), np.float64)
   p_correct = probs[policy.rewards >= 0.5].sum()
   for k in (1, 3, 16):
-    np.testing.assert_allclose(policy.pass_at_k(logits, k, 0.5), 1 - (1 - p_correct)**k,
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+      policy.pass_at_k(logits, k, 0.5), 1 - (1 - p_correct) ** k, rtol=1e-5
+    )
 
 
 def test_categorical_sampling_frequencies():

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 import maxk
-import enumeration
+from tests.maxk import enumeration
 
 
 def _rewards(n, rng):
   return {
-      "normal": rng.normal(size=(2, 3, n)),
-      "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
-      "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
+    "normal": rng.normal(size=(2, 3, n)),
+    "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
+    "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
   }
 
 
@@ -24,12 +24,20 @@ def test_matches_enumeration(n, method):
   for kind, r in _rewards(n, rng).items():
     log_ratio = 0.4 * rng.normal(size=r.shape)
     for k in range(1, n + 1):
-      got = np.asarray(maxk.max_at_k_advantages_off_policy(
-          r.astype(np.float32), log_ratio.astype(np.float32), k, method=method))
-      want = np.stack([enumeration.off_policy(a, b, k, method)
-                       for a, b in zip(r.reshape(-1, n), log_ratio.reshape(-1, n))])
-      np.testing.assert_allclose(got.reshape(-1, n), want, rtol=1e-4, atol=1e-5,
-                                 err_msg=f"{kind} k={k}")
+      got = np.asarray(
+        maxk.max_at_k_advantages_off_policy(
+          r.astype(np.float32), log_ratio.astype(np.float32), k, method=method
+        )
+      )
+      want = np.stack(
+        [
+          enumeration.off_policy(a, b, k, method)
+          for a, b in zip(r.reshape(-1, n), log_ratio.reshape(-1, n))
+        ]
+      )
+      np.testing.assert_allclose(
+        got.reshape(-1, n), want, rtol=1e-4, atol=1e-5, err_msg=f"{kind} k={k}"
+      )
 
 
 @pytest.mark.parametrize("n", [1, 3, 6])
@@ -44,10 +52,12 @@ def test_surrogate_value_and_grad_equal_exact_weights(n):
     np.testing.assert_allclose(j, want, rtol=1e-5, atol=1e-6)
     grad = jax.grad(lambda lp: jnp.sum(maxk.max_at_k_surrogate(lp, logp_old, r, k)))(logp)
     np.testing.assert_allclose(
-        grad, maxk.max_at_k_advantages_off_policy(r, logp - logp_old, k), rtol=1e-5, atol=1e-6)
+      grad, maxk.max_at_k_advantages_off_policy(r, logp - logp_old, k), rtol=1e-5, atol=1e-6
+    )
     # On-policy, the surrogate is max@k and its gradient the "none" transform.
-    np.testing.assert_allclose(maxk.max_at_k_surrogate(logp, logp, r, k),
-                               maxk.max_at_k(r, k), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+      maxk.max_at_k_surrogate(logp, logp, r, k), maxk.max_at_k(r, k), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_zero_log_ratio_reduces_to_on_policy():
@@ -69,8 +79,12 @@ def test_exact_weights_unbiased_off_policy(values, n):
   for k in range(1, n + 1):
     exact = enumeration.exact_max_at_k_grad(logits, values, k)
     est = enumeration.expected_score_estimate(
-        lambda r, lr: maxk.max_at_k_advantages_off_policy(r, lr, k, method="exact"),
-        logits_old, logits, values, n)
+      lambda r, lr: maxk.max_at_k_advantages_off_policy(r, lr, k, method="exact"),
+      logits_old,
+      logits,
+      values,
+      n,
+    )
     np.testing.assert_allclose(est, exact, atol=5e-6, err_msg=f"k={k}")
 
 
@@ -84,8 +98,12 @@ def test_first_order_bias_shrinks_quadratically():
     logits = logits_old + t * direction
     exact = enumeration.exact_max_at_k_grad(logits, values, k)
     est = enumeration.expected_score_estimate(
-        lambda r, lr: maxk.max_at_k_advantages_off_policy(r, lr, k, method="first_order"),
-        logits_old, logits, values, n)
+      lambda r, lr: maxk.max_at_k_advantages_off_policy(r, lr, k, method="first_order"),
+      logits_old,
+      logits,
+      values,
+      n,
+    )
     biases.append(np.linalg.norm(est - exact))
   biases = np.array(biases)
   assert biases[0] > 1e-3  # really biased away from π_old

@@ -85,8 +85,7 @@ def off_policy(r, log_ratio, k: int, method: str) -> np.ndarray:
 def surrogate(r, log_ratio, k: int) -> float:
   r = np.asarray(r, np.float64)
   rho = np.exp(np.asarray(log_ratio, np.float64))
-  return float(np.mean([np.prod(rho[list(s)]) * r[list(s)].max()
-                        for s in subsets(len(r), k)]))
+  return float(np.mean([np.prod(rho[list(s)]) * r[list(s)].max() for s in subsets(len(r), k)]))
 
 
 def pass_at_k_training(correct, k: int) -> np.ndarray:
@@ -147,8 +146,10 @@ def exact_max_at_k_grad(logits, values, k: int, h: float = 1e-6) -> np.ndarray:
   for i in range(len(logits)):
     e = np.zeros_like(logits)
     e[i] = h
-    grad[i] = (exact_max_at_k(softmax(logits + e), values, k)
-               - exact_max_at_k(softmax(logits - e), values, k)) / (2 * h)
+    grad[i] = (
+      exact_max_at_k(softmax(logits + e), values, k)
+      - exact_max_at_k(softmax(logits - e), values, k)
+    ) / (2 * h)
   return grad
 
 
@@ -164,8 +165,7 @@ def expected_score_estimate(estimator, logits_sample, logits_target, values, n: 
   ys = tuples(len(values), n)
   rewards = values[ys]
   log_ratio = np.log(p_target[ys]) - np.log(p_sample[ys])
-  a = np.asarray(estimator(rewards.astype(np.float32), log_ratio.astype(np.float32)),
-                 np.float64)
+  a = np.asarray(estimator(rewards.astype(np.float32), log_ratio.astype(np.float32)), np.float64)
   weights = np.prod(p_sample[ys], axis=1)
   scores = np.eye(len(values))[ys] - p_target  # ∇_logits log softmax(y) = e_y − p
   per_tuple = np.einsum("tn,tnl->tl", a, scores)

@@ -14,8 +14,9 @@ from launch import local
 from launch import slurm
 from launch import sweep
 from launch import tpu
+from tests import REPO_ROOT
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = REPO_ROOT
 
 # A stand-in binary (no JAX: starts in milliseconds) with the binaries' contract:
 # --out_dir, results.csv with a header row, config.json; fails when asked to.
@@ -52,26 +53,37 @@ def fake_binary(tmp_path, monkeypatch):
 
 
 def test_expand_items_is_a_deterministic_product():
-  runs = sweep.expand(["seed=0,1", "scale=1,10,100", "n_max=7"], out_root="/o",
-                      binary="experiments.best_of_n")
+  runs = sweep.expand(
+    ["seed=0,1", "scale=1,10,100", "n_max=7"], out_root="/o", binary="experiments.best_of_n"
+  )
   assert len(runs) == 6
   assert [r.name for r in runs[:3]] == [
-      "seed-0_scale-1_n_max-7", "seed-0_scale-10_n_max-7", "seed-0_scale-100_n_max-7"]
+    "seed-0_scale-1_n_max-7",
+    "seed-0_scale-10_n_max-7",
+    "seed-0_scale-100_n_max-7",
+  ]
   assert runs[3].params == (("seed", "1"), ("scale", "1"), ("n_max", "7"))
   assert runs[0].out_dir == os.path.join("/o", runs[0].name)
-  assert runs[0].args() == [f"--out_dir=/o/{runs[0].name}", "--seed=0", "--scale=1",
-                            "--n_max=7"]
+  assert runs[0].args() == [f"--out_dir=/o/{runs[0].name}", "--seed=0", "--scale=1", "--n_max=7"]
   assert runs[0].command("py")[:3] == ["py", "-m", "experiments.best_of_n"]
   assert runs[0].command("py", distributed=True)[:4] == [
-      "py", "-m", "launch.distributed", "experiments.best_of_n"]
-  again = sweep.expand(["seed=0,1", "scale=1,10,100", "n_max=7"], out_root="/o",
-                       binary="experiments.best_of_n")
+    "py",
+    "-m",
+    "launch.distributed",
+    "experiments.best_of_n",
+  ]
+  again = sweep.expand(
+    ["seed=0,1", "scale=1,10,100", "n_max=7"], out_root="/o", binary="experiments.best_of_n"
+  )
   assert again == runs
 
 
 def test_expand_json_spec_fixed_flags_lists_and_grids(tmp_path):
-  spec = {"binary": "experiments.bandit_variance", "fixed": {"ns": [4, 8], "smoke": True},
-          "grids": [{"ks": ["1,4", "8"]}, {"seed": [3]}]}
+  spec = {
+    "binary": "experiments.bandit_variance",
+    "fixed": {"ns": [4, 8], "smoke": True},
+    "grids": [{"ks": ["1,4", "8"]}, {"seed": [3]}],
+  }
   path = tmp_path / "s.json"
   path.write_text(json.dumps(spec))
   for source in (spec, str(path), json.dumps(spec)):
@@ -116,14 +128,25 @@ def test_example_sweep_files_expand():
 
 
 def _launch(*args):
-  return subprocess.run([sys.executable, "-m", "launch.local", *args], cwd=_ROOT,
-                        capture_output=True, text=True, timeout=120, env=dict(os.environ))
+  return subprocess.run(
+    [sys.executable, "-m", "launch.local", *args],
+    cwd=_ROOT,
+    capture_output=True,
+    text=True,
+    timeout=120,
+    env=dict(os.environ),
+  )
 
 
 def test_local_runner_runs_skips_and_gathers(fake_binary, tmp_path):
   out_root = tmp_path / "sweep"
-  args = [f"--binary={fake_binary}", "--sweep=seed=0,1", "--sweep=scale=1,10",
-          f"--out_root={out_root}", "--parallel=2"]
+  args = [
+    f"--binary={fake_binary}",
+    "--sweep=seed=0,1",
+    "--sweep=scale=1,10",
+    f"--out_root={out_root}",
+    "--parallel=2",
+  ]
   proc = _launch(*args)
   assert proc.returncode == 0, proc.stderr
   with open(out_root / "all_results.csv") as f:
@@ -153,18 +176,36 @@ def test_local_runner_real_binary(tmp_path):
   """One real binary (best_of_n at a tiny size) through the runner (slow: ~15-40 s of JAX
   start-up and compilation; the fake binary above covers the same path)."""
   runs = sweep.expand(["seed=0", "n_max=8"], out_root=str(tmp_path), binary="experiments.best_of_n")
-  runs = [sweep.Run(r.name, r.binary, r.flags + (
-      ("num_n", "3"), ("uniform_sizes", "4"), ("dirichlet_alphas", "1.0"),
-      ("dirichlet_size", "5"), ("cherry_size", "5"), ("num_mc_draws", "4"),
-      ("num_thresholds", "2")), r.params, r.out_dir) for r in runs]
+  runs = [
+    sweep.Run(
+      r.name,
+      r.binary,
+      r.flags
+      + (
+        ("num_n", "3"),
+        ("uniform_sizes", "4"),
+        ("dirichlet_alphas", "1.0"),
+        ("dirichlet_size", "5"),
+        ("cherry_size", "5"),
+        ("num_mc_draws", "4"),
+        ("num_thresholds", "2"),
+      ),
+      r.params,
+      r.out_dir,
+    )
+    for r in runs
+  ]
   statuses = local.run_all(runs, progress=False)
   assert statuses[runs[0].name][0] == "ok", (tmp_path / runs[0].name / "log.txt").read_text()
   path, count = local.gather(runs, str(tmp_path))
   assert count > 0
   with open(path) as f:
     header = next(csv.reader(f))
-  assert header[:3] == ["run", "sweep_seed" if "seed" in header[3:] else "seed", "n_max"
-                        if "n_max" not in header[3:] else "sweep_n_max"]
+  assert header[:3] == [
+    "run",
+    "sweep_seed" if "seed" in header[3:] else "seed",
+    "n_max" if "n_max" not in header[3:] else "sweep_n_max",
+  ]
   assert "kl" in header
 
 
@@ -176,33 +217,58 @@ def test_local_runner_real_binary(tmp_path):
 def test_distributed_wrapper_runs_module_unchanged(fake_binary, tmp_path):
   env = dict(os.environ, MAXK_DISTRIBUTED="0")
   out = tmp_path / "w"
-  proc = subprocess.run([sys.executable, "-m", "launch.distributed", fake_binary,
-                         f"--out_dir={out}", "--seed=5"], cwd=_ROOT, env=env,
-                        capture_output=True, text=True, timeout=60)
+  proc = subprocess.run(
+    [sys.executable, "-m", "launch.distributed", fake_binary, f"--out_dir={out}", "--seed=5"],
+    cwd=_ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=60,
+  )
   assert proc.returncode == 0, proc.stderr
   assert json.loads((out / "config.json").read_text())["seed"] == "5"
   assert distributed.process_args(["--out_dir=/x", "--seed=1"], 0) == ["--out_dir=/x", "--seed=1"]
   assert distributed.process_args(["--out_dir=/x", "--workdir=/w"], 2) == [
-      "--out_dir=/x/process_2", "--workdir=/w"]
+    "--out_dir=/x/process_2",
+    "--workdir=/w",
+  ]
 
 
 def test_slurm_script_content():
   runs = sweep.expand(["seed=0,1,2"], out_root="/shared/out", binary="experiments.best_of_n")
-  script = slurm.make_script(runs, out_root="/shared/out", repo_dir="/home/me/maxk",
-                             nodes=2, gpus_per_node=4, partition="gpu", account="acct",
-                             max_parallel=2, time="02:00:00", setup="source .venv/bin/activate")
+  script = slurm.make_script(
+    runs,
+    out_root="/shared/out",
+    repo_dir="/home/me/maxk",
+    nodes=2,
+    gpus_per_node=4,
+    partition="gpu",
+    account="acct",
+    max_parallel=2,
+    time="02:00:00",
+    setup="source .venv/bin/activate",
+  )
   lines = script.splitlines()
   assert lines[0] == "#!/bin/bash"
-  for directive in ("--array=0-2%2", "--nodes=2", "--ntasks-per-node=1", "--gpus-per-node=4",
-                    "--partition=gpu", "--account=acct", "--time=02:00:00",
-                    "--output=/shared/out/slurm-%A_%a.out"):
+  for directive in (
+    "--array=0-2%2",
+    "--nodes=2",
+    "--ntasks-per-node=1",
+    "--gpus-per-node=4",
+    "--partition=gpu",
+    "--account=acct",
+    "--time=02:00:00",
+    "--output=/shared/out/slurm-%A_%a.out",
+  ):
     assert f"#SBATCH {directive}" in lines
   assert "cd /home/me/maxk" in lines and "source .venv/bin/activate" in lines
   assert "set -euo pipefail" in lines
   # One array entry per run, each wrapped in launch.distributed.
   for run in runs:
-    assert f"'python -m launch.distributed experiments.best_of_n --out_dir={run.out_dir} " \
-           f"--seed={dict(run.params)['seed']}'  # {run.name}" in script
+    assert (
+      f"'python -m launch.distributed experiments.best_of_n --out_dir={run.out_dir} "
+      f"--seed={dict(run.params)['seed']}'  # {run.name}" in script
+    )
   assert 'i="${SLURM_ARRAY_TASK_ID}"' in script
   assert '"${OUT_DIRS[$i]}/results.csv"' in script  # Finished runs exit at once.
   assert "scontrol show hostnames" in script and "MAXK_COORDINATOR_ADDRESS" in script
@@ -218,36 +284,72 @@ def test_slurm_script_content():
 def test_slurm_and_tpu_binaries_write_scripts(tmp_path):
   sweep_file = os.path.join(_ROOT, "launch", "sweeps", "bandit_training_k.json")
   proc = subprocess.run(
-      [sys.executable, "-m", "launch.slurm", f"--sweep={sweep_file}",
-       f"--out_root={tmp_path / 's'}", "--nodes=1"], cwd=_ROOT, capture_output=True,
-      text=True, timeout=60)
+    [
+      sys.executable,
+      "-m",
+      "launch.slurm",
+      f"--sweep={sweep_file}",
+      f"--out_root={tmp_path / 's'}",
+      "--nodes=1",
+    ],
+    cwd=_ROOT,
+    capture_output=True,
+    text=True,
+    timeout=60,
+  )
   assert proc.returncode == 0, proc.stderr
   script = (tmp_path / "s" / "sweep.sbatch").read_text()
-  assert "#SBATCH --array=0-7" in script and script.count("launch.distributed experiments.bandit_training") == 8
+  assert (
+    "#SBATCH --array=0-7" in script
+    and script.count("launch.distributed experiments.bandit_training") == 8
+  )
   proc = subprocess.run(
-      [sys.executable, "-m", "launch.tpu", f"--sweep={sweep_file}", "--tpu_name=v4-16",
-       "--zone=us-central2-b", "--out_root=/home/me/out", f"--script={tmp_path / 't.sh'}"],
-      cwd=_ROOT, capture_output=True, text=True, timeout=60)
+    [
+      sys.executable,
+      "-m",
+      "launch.tpu",
+      f"--sweep={sweep_file}",
+      "--tpu_name=v4-16",
+      "--zone=us-central2-b",
+      "--out_root=/home/me/out",
+      f"--script={tmp_path / 't.sh'}",
+    ],
+    cwd=_ROOT,
+    capture_output=True,
+    text=True,
+    timeout=60,
+  )
   assert proc.returncode == 0, proc.stderr
   assert (tmp_path / "t.sh").read_text().count("--worker=all") == 8
 
 
 def test_tpu_script_content():
   runs = sweep.expand(["seed=0,1"], out_root="/home/me/out", binary="experiments.lm.main")
-  script = tpu.make_script(runs, tpu_name="my-v4-16", zone="us-central2-b",
-                           project="proj", out_root="/home/me/out", repo_dir="~/maxk",
-                           setup="source ~/maxk/.venv/bin/activate", fetch_to="out/tpu")
+  script = tpu.make_script(
+    runs,
+    tpu_name="my-v4-16",
+    zone="us-central2-b",
+    project="proj",
+    out_root="/home/me/out",
+    repo_dir="~/maxk",
+    setup="source ~/maxk/.venv/bin/activate",
+    fetch_to="out/tpu",
+  )
   lines = script.splitlines()
-  ssh = [l for l in lines if l.startswith("gcloud compute tpus tpu-vm ssh")]
+  ssh = [line for line in lines if line.startswith("gcloud compute tpus tpu-vm ssh")]
   assert len(ssh) == 2
   for line, run in zip(ssh, runs):
     assert "my-v4-16 --zone=us-central2-b --project=proj --worker=all --command=" in line
     assert "cd ~/maxk && source ~/maxk/.venv/bin/activate && export MAXK_DISTRIBUTED=1" in line
-    assert (f"python -m launch.distributed experiments.lm.main --workdir={run.out_dir} "
-            f"--seed={dict(run.params)['seed']}") in line
+    assert (
+      f"python -m launch.distributed experiments.lm.main --workdir={run.out_dir} "
+      f"--seed={dict(run.params)['seed']}"
+    ) in line
     assert f"{run.out_dir}/results.csv" in line
-  assert lines[-1] == ("gcloud compute tpus tpu-vm scp --recurse --worker=0 "
-                       "--zone=us-central2-b --project=proj my-v4-16:/home/me/out out/tpu")
+  assert lines[-1] == (
+    "gcloud compute tpus tpu-vm scp --recurse --worker=0 "
+    "--zone=us-central2-b --project=proj my-v4-16:/home/me/out out/tpu"
+  )
   subprocess.run(["bash", "-n"], input=script, text=True, check=True)
   # The remote command is one shell word that bash parses back to the intended line.
   remote = tpu.remote_command(runs[0], repo_dir="~/maxk")
@@ -260,14 +362,25 @@ def test_distributed_wrapper_initializes_jax_from_env(tmp_path, monkeypatch):
   pkg.mkdir()
   (pkg / "__init__.py").write_text("")
   (pkg / "probe.py").write_text(
-      "import os, sys, jax\n"
-      "print('PROBE', jax.process_index(), jax.process_count(), os.environ['MAXK_DISTRIBUTED'],"
-      " sys.argv[1:])\n")
-  env = dict(os.environ, JAX_PLATFORMS="cpu", MAXK_COORDINATOR_ADDRESS="localhost:12911",
-             MAXK_NUM_PROCESSES="1", MAXK_PROCESS_ID="0",
-             PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-  proc = subprocess.run([sys.executable, "-m", "launch.distributed", "jaxprobe.probe",
-                         "--out_dir=/x"], cwd=_ROOT, env=env, capture_output=True, text=True,
-                        timeout=120)
+    "import os, sys, jax\n"
+    "print('PROBE', jax.process_index(), jax.process_count(), os.environ['MAXK_DISTRIBUTED'],"
+    " sys.argv[1:])\n"
+  )
+  env = dict(
+    os.environ,
+    JAX_PLATFORMS="cpu",
+    MAXK_COORDINATOR_ADDRESS="localhost:12911",
+    MAXK_NUM_PROCESSES="1",
+    MAXK_PROCESS_ID="0",
+    PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+  )
+  proc = subprocess.run(
+    [sys.executable, "-m", "launch.distributed", "jaxprobe.probe", "--out_dir=/x"],
+    cwd=_ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=120,
+  )
   assert proc.returncode == 0, proc.stderr
   assert "PROBE 0 1 1 ['--out_dir=/x']" in proc.stdout

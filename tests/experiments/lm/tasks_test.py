@@ -14,10 +14,17 @@ def test_encode_decode_round_trip():
     tasks.encode("1/2")
 
 
-@pytest.mark.parametrize("text,value,numbers", [
-    ("7", 7, [7]), ("3*5+7", 22, [3, 5, 7]), ("3+5*7", 38, [3, 5, 7]),
-    ("(3+5)*7", 56, [3, 5, 7]), ("9-4-3", 2, [9, 4, 3]), ("2*(9-(4+1))", 8, [2, 9, 4, 1]),
-])
+@pytest.mark.parametrize(
+  "text,value,numbers",
+  [
+    ("7", 7, [7]),
+    ("3*5+7", 22, [3, 5, 7]),
+    ("3+5*7", 38, [3, 5, 7]),
+    ("(3+5)*7", 56, [3, 5, 7]),
+    ("9-4-3", 2, [9, 4, 3]),
+    ("2*(9-(4+1))", 8, [2, 9, 4, 1]),
+  ],
+)
 def test_parse_expression(text, value, numbers):
   assert tasks.parse_expression(text) == (value, numbers)
 
@@ -31,16 +38,19 @@ def test_parse_expression_rejects_malformed(text):
 COUNTDOWN = tasks.Countdown(num_numbers=3, max_number=9)
 
 
-@pytest.mark.parametrize("completion,binary,continuous", [
-    ("3*5+7", 1.0, 1.0),                      # The reference.
-    ("7+3*5", 1.0, 1.0),                      # Another valid answer.
-    ("(7+15)", 0.0, (1 + 0 + 1) / 3),         # Right value, 15 is not given.
+@pytest.mark.parametrize(
+  "completion,binary,continuous",
+  [
+    ("3*5+7", 1.0, 1.0),  # The reference.
+    ("7+3*5", 1.0, 1.0),  # Another valid answer.
+    ("(7+15)", 0.0, (1 + 0 + 1) / 3),  # Right value, 15 is not given.
     ("3*5", 0.0, (1 + 1 + (1 - 7 / 22)) / 3),  # Valid numbers, wrong value.
     ("3*3+7", 0.0, (1 + 0 + (1 - 6 / 22)) / 3),  # 3 used twice.
-    ("3*5+", 0.0, 0.0),                       # Does not parse.
+    ("3*5+", 0.0, 0.0),  # Does not parse.
     ("?", 0.0, 0.0),
-    ("9*9*9", 0.0, (1 + 0 + 0) / 3),          # Far off: closeness floors at 0.
-])
+    ("9*9*9", 0.0, (1 + 0 + 0) / 3),  # Far off: closeness floors at 0.
+  ],
+)
 def test_countdown_score(completion, binary, continuous):
   score = COUNTDOWN.score("3,5,7>022=", completion)
   assert score.binary == binary
@@ -57,24 +67,32 @@ def test_countdown_two_digit_numbers_and_repeats():
 ADDITION = tasks.Addition(num_digits=3)
 
 
-@pytest.mark.parametrize("completion,binary,continuous", [
+@pytest.mark.parametrize(
+  "completion,binary,continuous",
+  [
     ("1329", 1.0, 1.0),
-    ("01329", 0.0, 0.0),         # Shifted: every position is wrong.
+    ("01329", 0.0, 0.0),  # Shifted: every position is wrong.
     ("1339", 0.0, 0.75),
-    ("132", 0.0, 0.75),          # One digit missing.
-    ("13290", 0.0, 0.8),         # One extra character.
+    ("132", 0.0, 0.75),  # One digit missing.
+    ("13290", 0.0, 0.8),  # One extra character.
     ("", 0.0, 0.0),
-])
+  ],
+)
 def test_addition_score(completion, binary, continuous):
   score = ADDITION.score("371+958=", completion)
   assert score.binary == binary
   assert score.continuous == pytest.approx(continuous)
 
 
-@pytest.mark.parametrize("name,kwargs", [
-    ("countdown", {}), ("countdown", {"num_numbers": 4, "max_number": 25, "min_used": 3}),
-    ("addition", {"num_digits": 1}), ("addition", {"num_digits": 5}),
-])
+@pytest.mark.parametrize(
+  "name,kwargs",
+  [
+    ("countdown", {}),
+    ("countdown", {"num_numbers": 4, "max_number": 25, "min_used": 3}),
+    ("addition", {"num_digits": 1}),
+    ("addition", {"num_digits": 5}),
+  ],
+)
 def test_generated_instances_are_solved_by_their_reference(name, kwargs):
   task = tasks.make_task(name, **kwargs)
   rng = np.random.default_rng(0)

@@ -27,9 +27,15 @@ def test_notebook_runs_in_smoke_mode(path):
   outputs = [o for c in committed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
   assert outputs, f"{path} is committed without outputs."
   nb = report.execute_notebook(path, timeout=300, smoke=True)
-  errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-            if o.get("output_type") == "error"]
+  errors = [
+    o
+    for c in nb.cells
+    if c.cell_type == "code"
+    for o in c.get("outputs", [])
+    if o.get("output_type") == "error"
+  ]
   assert not errors
-  text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
-                 for o in c.get("outputs", []))
+  text = "".join(
+    o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+  )
   assert "SMOKE = True" in text

@@ -14,21 +14,33 @@ import time
 
 import pytest
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests import REPO_ROOT
+
+_ROOT = REPO_ROOT
 _CONFIG = os.path.join(_ROOT, "experiments", "lm", "configs", "tiny.py")
 
 
 def _env(cache_dir, **extra):
   env = dict(os.environ)
-  env.update(JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=str(cache_dir),
-             JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-             PYTHONPATH=_ROOT + os.pathsep + env.get("PYTHONPATH", ""), **extra)
+  env.update(
+    JAX_PLATFORMS="cpu",
+    JAX_COMPILATION_CACHE_DIR=str(cache_dir),
+    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+    PYTHONPATH=_ROOT + os.pathsep + env.get("PYTHONPATH", ""),
+    **extra,
+  )
   return env
 
 
 def _command(workdir, *overrides):
-  return [sys.executable, "-m", "experiments.lm.main", f"--config={_CONFIG}:micro",
-          f"--workdir={workdir}", *overrides]
+  return [
+    sys.executable,
+    "-m",
+    "experiments.lm.main",
+    f"--config={_CONFIG}:micro",
+    f"--workdir={workdir}",
+    *overrides,
+  ]
 
 
 def _records(workdir):
@@ -40,8 +52,12 @@ def _committed_checkpoints(workdir):
   root = os.path.join(workdir, "checkpoints")
   if not os.path.isdir(root):
     return []
-  return [(stage, step) for stage in sorted(os.listdir(root))
-          for step in os.listdir(os.path.join(root, stage)) if step.isdigit()]
+  return [
+    (stage, step)
+    for stage in sorted(os.listdir(root))
+    for step in os.listdir(os.path.join(root, stage))
+    if step.isdigit()
+  ]
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +68,9 @@ def cache_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def reference_run(tmp_path_factory, cache_dir):
   workdir = tmp_path_factory.mktemp("reference")
-  subprocess.run(_command(workdir), env=_env(cache_dir), cwd=_ROOT, check=True,
-                 capture_output=True, timeout=300)
+  subprocess.run(
+    _command(workdir), env=_env(cache_dir), cwd=_ROOT, check=True, capture_output=True, timeout=300
+  )
   return workdir
 
 
@@ -70,7 +87,10 @@ def test_outputs(reference_run):
   n_eval = config["eval"]["n"]
   assert len(rows) == 3 * n_eval  # base and two RL runs, k = 1..n_eval.
   assert {(r["stage"], r["method"], r["k_opt"]) for r in rows} == {
-      ("base", "base", ""), ("rl", "max_at_k/loo_minus_one", "2:3:1"), ("rl", "grpo", "n/a")}
+    ("base", "base", ""),
+    ("rl", "max_at_k/loo_minus_one", "2:3:1"),
+    ("rl", "grpo", "n/a"),
+  }
   for r in rows:
     assert 0.0 <= float(r["pass_at_k"]) <= float(r["max_at_k"]) + 1e-6 <= 1.0 + 1e-6
   records = _records(workdir)
@@ -79,7 +99,8 @@ def test_outputs(reference_run):
   assert [r["step"] for r in records if r["stage"] == "sft"] == list(range(1, 7))
   rl = [r for r in records if r["stage"] == "rl"]
   assert [(r["run"], r["step"]) for r in rl] == [
-      (run, s) for run in ("max_at_k_k2-3-1", "grpo") for s in range(1, 5)]
+    (run, s) for run in ("max_at_k_k2-3-1", "grpo") for s in range(1, 5)
+  ]
   assert [r["k_opt"] for r in rl[:4]] == [2, 2, 1, 1]  # k annealing.
   assert all(0.0 <= r["eval_cumulative_solve_rate"] <= 1.0 for r in rl if "eval_pass_at_k" in r)
 
@@ -89,8 +110,9 @@ def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp
   workdir = tmp_path / "resumed"
   env = _env(cache_dir)
   for wanted in ("sft", "rl_"):
-    proc = subprocess.Popen(_command(workdir), env=env, cwd=_ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+      _command(workdir), env=env, cwd=_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 240
     while not any(stage.startswith(wanted) for stage, _ in _committed_checkpoints(workdir)):
       assert proc.poll() is None, "run ended before it could be killed"
@@ -98,12 +120,15 @@ def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp
       time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-  subprocess.run(_command(workdir), env=env, cwd=_ROOT, check=True, capture_output=True,
-                 timeout=300)
+  subprocess.run(
+    _command(workdir), env=env, cwd=_ROOT, check=True, capture_output=True, timeout=300
+  )
   # Every step exactly once, and identical to the uninterrupted run (same seed).
   assert _records(workdir) == _records(reference_run)
-  with open(os.path.join(workdir, "results.csv")) as f, \
-       open(os.path.join(reference_run, "results.csv")) as g:
+  with (
+    open(os.path.join(workdir, "results.csv")) as f,
+    open(os.path.join(reference_run, "results.csv")) as g,
+  ):
     assert f.read() == g.read()
 
 
@@ -128,8 +153,15 @@ print(json.dumps({"count": jax.device_count(), "runs": out}))
 
 def test_data_parallel_over_four_devices_matches_one(tmp_path, cache_dir):
   env = _env(cache_dir, XLA_FLAGS="--xla_force_host_platform_device_count=4")
-  proc = subprocess.run([sys.executable, "-c", _SHARDED_SCRIPT, str(tmp_path)], env=env,
-                        cwd=_ROOT, check=True, capture_output=True, text=True, timeout=300)
+  proc = subprocess.run(
+    [sys.executable, "-c", _SHARDED_SCRIPT, str(tmp_path)],
+    env=env,
+    cwd=_ROOT,
+    check=True,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   result = json.loads(proc.stdout.strip().splitlines()[-1])
   assert result["count"] == 4
   one, four = result["runs"]["1"], result["runs"]["4"]

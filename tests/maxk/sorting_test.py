@@ -19,9 +19,14 @@ def sort_path(request, monkeypatch):
 
 
 def test_stable_permutation_with_ties_and_nan(sort_path):
-  x = np.array([[0.5, 0.1, 0.5, np.nan, -1.0, 0.1, 0.5],
-                [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0],
-                [np.inf, -np.inf, 0.0, -0.0, 3.0, np.nan, 1.0]], np.float32)
+  x = np.array(
+    [
+      [0.5, 0.1, 0.5, np.nan, -1.0, 0.1, 0.5],
+      [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0],
+      [np.inf, -np.inf, 0.0, -0.0, 3.0, np.nan, 1.0],
+    ],
+    np.float32,
+  )
   xs, perm = jax.jit(sorting.sort_last)(jnp.asarray(x))
   np.testing.assert_array_equal(perm, np.argsort(x, axis=-1, kind="stable"))
   np.testing.assert_array_equal(xs, np.sort(x, axis=-1))
@@ -37,7 +42,8 @@ def test_estimators_and_gradients_identical_on_both_paths(sort_path):
   for baseline in ("loo", "mean_std"):
     f = lambda x: maxk.max_at_k_advantages(x, 3, baseline=baseline)
     np.testing.assert_allclose(
-        f(r), np.apply_along_axis(_reference, -1, np.asarray(r), 3, baseline), atol=1e-5)
+      f(r), np.apply_along_axis(_reference, -1, np.asarray(r), 3, baseline), atol=1e-5
+    )
     g = jax.grad(lambda x: jnp.sum(f(x) * v))(r)
     # Directional derivative along d, which breaks the ties in the same order as
     # the stable sort (later index = larger), so a forward difference stays on the
@@ -53,6 +59,7 @@ def test_estimators_and_gradients_identical_on_both_paths(sort_path):
 
 def _reference(row, k, baseline):
   import enumeration  # pylint: disable=import-outside-toplevel
+
   return enumeration.advantages(row, k, baseline)
 
 

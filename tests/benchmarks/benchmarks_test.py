@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-import maxk
 from benchmarks import estimators
+import maxk
+from tests import REPO_ROOT
 
 
 @pytest.mark.parametrize("n", [5, 16])
@@ -17,10 +18,14 @@ def test_numpy_references_agree_with_maxk(n):
       want = np.asarray(maxk.max_at_k_advantages(r.astype(np.float32), k, baseline=name))
       np.testing.assert_allclose(estimators._numpy_matrix(r, lr, k, name), want, atol=1e-5)
       np.testing.assert_allclose(estimators._numpy_loop(r, lr, k, name), want, atol=1e-5)
-    want = np.asarray(maxk.max_at_k_advantages_off_policy(
-        r.astype(np.float32), lr.astype(np.float32), k, method="first_order"))
+    want = np.asarray(
+      maxk.max_at_k_advantages_off_policy(
+        r.astype(np.float32), lr.astype(np.float32), k, method="first_order"
+      )
+    )
     np.testing.assert_allclose(
-        estimators._numpy_matrix(r, lr, k, "off_policy_first_order"), want, atol=1e-5)
+      estimators._numpy_matrix(r, lr, k, "off_policy_first_order"), want, atol=1e-5
+    )
 
 
 def test_lm_benchmark_runs_and_prints_mfu_given_a_peak():
@@ -29,12 +34,28 @@ def test_lm_benchmark_runs_and_prints_mfu_given_a_peak():
   import os
   import subprocess
   import sys
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+  root = REPO_ROOT
   out = subprocess.run(
-      [sys.executable, "-m", "benchmarks.lm", "--d_model=32", "--num_layers=1",
-       "--num_heads=2", "--batch=4", "--gen_lens=8", "--repeats=1", "--peak_tflops=1"],
-      cwd=root, env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True,
-      check=True, timeout=300).stdout
+    [
+      sys.executable,
+      "-m",
+      "benchmarks.lm",
+      "--d_model=32",
+      "--num_layers=1",
+      "--num_heads=2",
+      "--batch=4",
+      "--gen_lens=8",
+      "--repeats=1",
+      "--peak_tflops=1",
+    ],
+    cwd=root,
+    env=dict(os.environ, JAX_PLATFORMS="cpu"),
+    capture_output=True,
+    text=True,
+    check=True,
+    timeout=300,
+  ).stdout
   header = next(line for line in out.splitlines() if line.startswith("what"))
   assert "MFU" in header and "tokens/s" in header
   assert sum("%" in line for line in out.splitlines()) == 3  # train, cached, uncached

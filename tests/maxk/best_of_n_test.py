@@ -68,8 +68,13 @@ def _reference_bon(p, r, n):
 
 def _win_rate_np(q, p, r):
   q, p, r = (np.asarray(a, np.float64) for a in (q, p, r))
-  return float(sum(q[i] * p[j] * (1.0 if r[i] > r[j] else 0.5 if r[i] == r[j] else 0.0)
-                   for i in range(len(q)) for j in range(len(p))))
+  return float(
+    sum(
+      q[i] * p[j] * (1.0 if r[i] > r[j] else 0.5 if r[i] == r[j] else 0.0)
+      for i in range(len(q))
+      for j in range(len(p))
+    )
+  )
 
 
 def _kl_np(q, p):
@@ -85,15 +90,15 @@ def _bound(n):
 # Small references with ties and zero probabilities.
 _P4 = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
 _CASES = [
-    (np.array([0.25, 0.25, 0.25, 0.25], np.float32), np.array([0.0, 1.0, 2.0, 3.0])),
-    (np.array([0.1, 0.2, 0.3, 0.4], np.float32), np.array([1.0, 1.0, 0.0, 2.0])),
-    (np.array([0.5, 0.0, 0.3, 0.2], np.float32), np.array([2.0, 2.0, 1.0, 2.0])),
-    (np.array([0.6, 0.4], np.float32), np.array([5.0, 5.0])),
-    (np.array([0.7, 0.0, 0.3], np.float32), np.array([0.0, 9.0, 1.0])),
-    (np.array([1.0], np.float32), np.array([3.0])),
-    # Zero probability on the lowest reward (x = c/F = 1 exactly for the next class).
-    (np.array([0.6, 0.0, 0.4], np.float32), np.array([1.0, -1.0, 2.0])),
-    (np.array([0.3, 0.0, 0.7, 0.0], np.float32), np.array([1.0, 0.0, 1.0, 0.0])),
+  (np.array([0.25, 0.25, 0.25, 0.25], np.float32), np.array([0.0, 1.0, 2.0, 3.0])),
+  (np.array([0.1, 0.2, 0.3, 0.4], np.float32), np.array([1.0, 1.0, 0.0, 2.0])),
+  (np.array([0.5, 0.0, 0.3, 0.2], np.float32), np.array([2.0, 2.0, 1.0, 2.0])),
+  (np.array([0.6, 0.4], np.float32), np.array([5.0, 5.0])),
+  (np.array([0.7, 0.0, 0.3], np.float32), np.array([0.0, 9.0, 1.0])),
+  (np.array([1.0], np.float32), np.array([3.0])),
+  # Zero probability on the lowest reward (x = c/F = 1 exactly for the next class).
+  (np.array([0.6, 0.0, 0.4], np.float32), np.array([1.0, -1.0, 2.0])),
+  (np.array([0.3, 0.0, 0.7, 0.0], np.float32), np.array([1.0, 0.0, 1.0, 0.0])),
 ]
 
 # ----------------------------------------------------------------------------
@@ -158,13 +163,15 @@ def test_jit_vmap_and_group_isolation():
   r_bad = r.copy()
   r_bad[3, 0] = np.nan
   out = np.asarray(kl8(p_bad, r_bad, 8))
-  assert np.isnan(out[1]) and np.isnan(out[3])      # A NaN reward poisons its row.
+  assert np.isnan(out[1]) and np.isnan(out[3])  # A NaN reward poisons its row.
   np.testing.assert_allclose(out[[0, 2]], eager[[0, 2]], rtol=1e-6)
-  rr = np.asarray(jax.jit(bon.rewind_repeat_pmf)(p, r_bad, np.array([0.0, np.nan, 0.0, 0.0],
-                                                                      np.float32)))
+  rr = np.asarray(
+    jax.jit(bon.rewind_repeat_pmf)(p, r_bad, np.array([0.0, np.nan, 0.0, 0.0], np.float32))
+  )
   assert np.all(np.isnan(rr[[1, 3]]))
-  np.testing.assert_allclose(rr[[0, 2]], np.asarray(bon.rewind_repeat_pmf(p, r, 0.0))[[0, 2]],
-                             rtol=1e-6)
+  np.testing.assert_allclose(
+    rr[[0, 2]], np.asarray(bon.rewind_repeat_pmf(p, r, 0.0))[[0, 2]], rtol=1e-6
+  )
   # Under jit probs are divided by their sum.
   pmf_scaled = jax.jit(bon.bon_pmf, static_argnums=2)(3.0 * p, r, 8)
   np.testing.assert_allclose(pmf_scaled, bon.bon_pmf(p, r, 8), rtol=1e-5, atol=1e-7)
@@ -178,13 +185,13 @@ def test_jit_vmap_and_group_isolation():
 def _all_stats(p, r, n):
   """Every per-distribution quantity (each compiles once per shape, not per n)."""
   return dict(
-      pmf=bon.bon_pmf(p, r, n),
-      kl=bon.bon_kl(p, r, n),
-      gap_bound=bon.bon_kl_gap_bound(p, r, n),
-      gap_lower=bon.bon_kl_gap_lower_bound(p, r, n),
-      win_rate=bon.bon_win_rate(p, r, n),
-      win_gap_bound=bon.bon_win_rate_gap_bound(p, r, n),
-      estimate=bon.bon_kl_estimate_expectation(p, r, n),
+    pmf=bon.bon_pmf(p, r, n),
+    kl=bon.bon_kl(p, r, n),
+    gap_bound=bon.bon_kl_gap_bound(p, r, n),
+    gap_lower=bon.bon_kl_gap_lower_bound(p, r, n),
+    win_rate=bon.bon_win_rate(p, r, n),
+    win_gap_bound=bon.bon_win_rate_gap_bound(p, r, n),
+    estimate=bon.bon_kl_estimate_expectation(p, r, n),
   )
 
 
@@ -193,19 +200,19 @@ _PADDED_SIZE = 12
 
 @hypothesis.settings(max_examples=60, deadline=None, derandomize=True)
 @hypothesis.given(
-    size=st.integers(1, _PADDED_SIZE),
-    n=st.integers(1, 300),
-    concentration=st.sampled_from([0.05, 0.3, 1.0, 5.0]),
-    num_levels=st.integers(1, 12),
-    seed=st.integers(0, 2**31 - 1),
+  size=st.integers(1, _PADDED_SIZE),
+  n=st.integers(1, 300),
+  concentration=st.sampled_from([0.05, 0.3, 1.0, 5.0]),
+  num_levels=st.integers(1, 12),
+  seed=st.integers(0, 2**31 - 1),
 )
 def test_bounds_hold_on_random_references(size, n, concentration, num_levels, seed):
   rng = np.random.default_rng(seed)
   p = np.zeros(_PADDED_SIZE)
-  p[:size] = rng.dirichlet(np.full(size, concentration))    # Padding has pi = 0.
+  p[:size] = rng.dirichlet(np.full(size, concentration))  # Padding has pi = 0.
   p = np.where(p < 1e-30, 0.0, p)
   p = (p / p.sum()).astype(np.float32)
-  r = rng.integers(0, num_levels, size=_PADDED_SIZE).astype(np.float32)   # Ties.
+  r = rng.integers(0, num_levels, size=_PADDED_SIZE).astype(np.float32)  # Ties.
   stats = {k: np.asarray(v, np.float64) for k, v in _all_stats(p, r, n).items()}
   pmf_ref, kl_ref = _reference_bon(p, r, n)
   np.testing.assert_allclose(stats["pmf"], pmf_ref, atol=1e-6)
@@ -227,7 +234,7 @@ def test_bounds_hold_on_random_references(size, n, concentration, num_levels, se
 def test_two_outcome_closed_form(n, eps):
   p = np.array([1 - eps, eps], np.float32)
   r = np.array([0.0, 1.0], np.float32)
-  e = float(p[1])                               # The float32 value actually used.
+  e = float(p[1])  # The float32 value actually used.
   qn = (1 - e) ** n
   expected_kl = qn * (n - 1) * math.log1p(-e) + (1 - qn) * math.log((1 - qn) / e)
   expected_pmf = [qn, 1 - qn]
@@ -248,8 +255,9 @@ def test_win_rate_gap_closed_form_at_n2(case):
   mass = np.bincount(inverse, weights=p64)
   gap = 2 / 3 - float(bon.bon_win_rate(p, r, 2))
   np.testing.assert_allclose(gap, np.sum(mass**3) / 6, atol=2e-7)
-  np.testing.assert_allclose(float(bon.bon_win_rate_gap_bound(p, r, 2)),
-                             np.sum(mass**2) / 2, rtol=1e-5)
+  np.testing.assert_allclose(
+    float(bon.bon_win_rate_gap_bound(p, r, 2)), np.sum(mass**2) / 2, rtol=1e-5
+  )
 
 
 def _class_gap_terms(mass, n):
@@ -268,15 +276,19 @@ def _class_gap_terms(mass, n):
     p = b - a
     if p <= 0:
       continue
-    log_mass = n * math.log(b) + math.log(-math.expm1(n * math.log(a / b))) if a > 0 \
-        else n * math.log(b)                                   # log(b^n - a^n).
+    log_mass = (
+      n * math.log(b) + math.log(-math.expm1(n * math.log(a / b))) if a > 0 else n * math.log(b)
+    )  # log(b^n - a^n).
+
     def kl_integrand(u):
       if u <= 0:
         return 0.0
       log_phi = math.log(n) + (n - 1) * math.log(u)
       return math.exp(log_phi) * (log_phi + math.log(p) - log_mass)
+
     def win_integrand(u):
       return n * u ** (n - 1) * (u - 0.5 * (a + b)) if u > 0 else 0.0
+
     opts = dict(epsabs=1e-13, epsrel=1e-11, limit=200)
     kl_terms.append((integrate.quad(kl_integrand, a, b, **opts)[0], p))
     win_terms.append((integrate.quad(win_integrand, a, b, **opts)[0], p))
@@ -291,26 +303,30 @@ def test_gap_bounds_proof_per_class(n, seed):
   rng = np.random.default_rng(seed)
   size = 12
   p = rng.dirichlet(np.full(size, [0.1, 0.5, 2.0, 20.0][seed]))
-  r = rng.integers(0, 9, size=size).astype(np.float64)          # Ties.
+  r = rng.integers(0, 9, size=size).astype(np.float64)  # Ties.
   _, inverse = np.unique(r, return_inverse=True)
   mass = np.bincount(inverse, weights=p)
   pmf, kl = _reference_bon(p, r, n)
   kl_terms, win_terms = _class_gap_terms(mass, n)
   np.testing.assert_allclose(kl_terms[:, 0].sum(), _bound(n) - kl, rtol=1e-8, atol=1e-10)
-  np.testing.assert_allclose(win_terms[:, 0].sum(),
-                             n / (n + 1) - _win_rate_np(pmf, p, r), rtol=1e-8, atol=1e-10)
+  np.testing.assert_allclose(
+    win_terms[:, 0].sum(), n / (n + 1) - _win_rate_np(pmf, p, r), rtol=1e-8, atol=1e-10
+  )
   for (kl_term, p_i), (win_term, _) in zip(kl_terms, win_terms):
     assert -1e-12 <= kl_term <= 2 * n * (n - 1) * p_i**2 + 1e-12
     assert -1e-12 <= win_term <= n * p_i**2 / 8 + 1e-12
   # And the library's bounds dominate the summed terms.
   p32, r32 = p.astype(np.float32), r.astype(np.float32)
   assert kl_terms[:, 0].sum() <= float(bon.bon_kl_gap_bound(p32, r32, n)) * (1 + 1e-5) + 1e-12
-  assert win_terms[:, 0].sum() <= float(bon.bon_win_rate_gap_bound(p32, r32, n)) * (1 + 1e-5) + 1e-12
+  assert (
+    win_terms[:, 0].sum() <= float(bon.bon_win_rate_gap_bound(p32, r32, n)) * (1 + 1e-5) + 1e-12
+  )
 
 
 @hypothesis.settings(max_examples=40, deadline=None, derandomize=True)
-@hypothesis.given(n=st.integers(1, 500), seed=st.integers(0, 2**31 - 1),
-                  num_levels=st.integers(1, 8))
+@hypothesis.given(
+  n=st.integers(1, 500), seed=st.integers(0, 2**31 - 1), num_levels=st.integers(1, 8)
+)
 def test_likelihood_ratio_at_most_inverse_top_class_mass(n, seed, num_levels):
   # The lemma behind bon_kl_gap_lower_bound: pi_n(y)/pi(y) <= 1/eps_inf for every y,
   # hence KL <= log(1/eps_inf) and gap >= log(n eps_inf) - (n-1)/n.
@@ -326,8 +342,9 @@ def test_likelihood_ratio_at_most_inverse_top_class_mass(n, seed, num_levels):
   assert np.all(pmf[pos] / p[pos] <= (1 + 1e-9) / eps_inf)
   assert kl <= math.log(1 / eps_inf) + 1e-9
   lower = float(bon.bon_kl_gap_lower_bound(p.astype(np.float32), r.astype(np.float32), n))
-  np.testing.assert_allclose(lower, max(0.0, math.log(n * eps_inf) - (n - 1) / n),
-                             rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(
+    lower, max(0.0, math.log(n * eps_inf) - (n - 1) / n), rtol=1e-5, atol=1e-6
+  )
 
 
 @pytest.mark.parametrize("n", [2, 8, 32])
@@ -340,9 +357,11 @@ def test_uniform_reference_approaches_analytical_formulas(n):
   assert abs(wr - n / (n + 1)) < 1e-4
   assert _bound(n) - kl <= float(bon.bon_kl_gap_bound(p, r, n)) + 1e-5
   assert float(bon.bon_kl_gap_bound_delta(1 / size, n)) == pytest.approx(
-      2 * n * (n - 1) / size, rel=1e-6)
+    2 * n * (n - 1) / size, rel=1e-6
+  )
   assert float(bon.bon_win_rate_gap_bound_delta(1 / size, n)) == pytest.approx(
-      (n - 1) / (2 * size), rel=1e-6)
+    (n - 1) / (2 * size), rel=1e-6
+  )
 
 
 def test_kl_accurate_in_float32_at_large_n_and_large_L():
@@ -364,21 +383,27 @@ def test_win_rate_and_kl_divergence_generic():
   r = np.array([1, 0, 1, 2, 2, 3], np.float32)
   np.testing.assert_allclose(float(bon.win_rate(q, p, r)), _win_rate_np(q, p, r), rtol=1e-5)
   np.testing.assert_allclose(
-      float(bon.win_rate(q, p, r)) + float(bon.win_rate(p, q, r)), 1.0, rtol=1e-6)
+    float(bon.win_rate(q, p, r)) + float(bon.win_rate(p, q, r)), 1.0, rtol=1e-6
+  )
   np.testing.assert_allclose(float(bon.bon_win_rate(p, r, 1)), 0.5, rtol=1e-6)
   np.testing.assert_allclose(float(bon.kl_divergence(q, p)), _kl_np(q, p), rtol=1e-5)
   assert float(bon.kl_divergence(p, p)) == pytest.approx(0.0, abs=1e-7)
   assert np.isinf(float(bon.kl_divergence([0.5, 0.5], [1.0, 0.0])))
   assert float(bon.kl_divergence([1.0, 0.0], [0.5, 0.5])) == pytest.approx(math.log(2))
   pmf = bon.bon_pmf(p, r, 6)
-  np.testing.assert_allclose(float(bon.kl_divergence(pmf, p)), float(bon.bon_kl(p, r, 6)),
-                             rtol=1e-5)
-  np.testing.assert_allclose(float(bon.win_rate(pmf, p, r)),
-                             float(bon.bon_win_rate(p, r, 6)), rtol=1e-6)
+  np.testing.assert_allclose(
+    float(bon.kl_divergence(pmf, p)), float(bon.bon_kl(p, r, 6)), rtol=1e-5
+  )
+  np.testing.assert_allclose(
+    float(bon.win_rate(pmf, p, r)), float(bon.bon_win_rate(p, r, 6)), rtol=1e-6
+  )
   # Gradient of the generic KL is finite with zeros in q.
-  g = jax.grad(lambda a: bon.kl_divergence(jax.nn.softmax(a) * jnp.array([1, 1, 0.]) /
-                                           jnp.sum(jax.nn.softmax(a)[:2]),
-                                           jnp.array([0.2, 0.3, 0.5])))(jnp.zeros(3))
+  g = jax.grad(
+    lambda a: bon.kl_divergence(
+      jax.nn.softmax(a) * jnp.array([1, 1, 0.0]) / jnp.sum(jax.nn.softmax(a)[:2]),
+      jnp.array([0.2, 0.3, 0.5]),
+    )
+  )(jnp.zeros(3))
   assert np.all(np.isfinite(g))
 
 
@@ -398,8 +423,7 @@ def _d_n_reference(eps, n):
 def test_kl_estimate_is_stable(n):
   eps = np.concatenate([np.logspace(-12, -0.01, 60), [0.5, 1 - 1e-6]]).astype(np.float32)
   got = np.asarray(bon.bon_kl_estimate(eps, n))
-  np.testing.assert_allclose(got, _d_n_reference(eps.astype(np.float64), n),
-                             rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(got, _d_n_reference(eps.astype(np.float64), n), rtol=1e-4, atol=1e-6)
   assert np.all((got >= -1e-7) & (got <= _bound(n) + 1e-6))
   np.testing.assert_allclose(float(bon.bon_kl_estimate(0.0, n)), _bound(n), rtol=1e-6)
   assert float(bon.bon_kl_estimate(1.0, n)) == 0.0
@@ -429,8 +453,7 @@ def test_kl_estimate_expectation_equals_pmf_average():
   n = 6
   pmf = np.asarray(bon.bon_pmf(p, r, n), np.float64)
   expected = np.sum(pmf * _d_n_reference(p.astype(np.float64), n))
-  np.testing.assert_allclose(float(bon.bon_kl_estimate_expectation(p, r, n)), expected,
-                             rtol=1e-5)
+  np.testing.assert_allclose(float(bon.bon_kl_estimate_expectation(p, r, n)), expected, rtol=1e-5)
 
 
 # ----------------------------------------------------------------------------
@@ -442,8 +465,9 @@ def test_kl_estimate_expectation_equals_pmf_average():
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 def test_max_at_k_exact_equals_enumeration(case, k):
   p, r = _CASES[case]
-  np.testing.assert_allclose(float(bon.max_at_k_exact(p, r, k)),
-                             _enumerate_max_at_k(p, r, k), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(
+    float(bon.max_at_k_exact(p, r, k)), _enumerate_max_at_k(p, r, k), rtol=1e-5, atol=1e-6
+  )
 
 
 def _normalized_max_at_k_np(p, r, k):
@@ -486,16 +510,18 @@ def test_bon_pmf_and_win_rate_grads_equal_finite_differences(case, n):
     e[i] = h
     fd = (pmf_np(p64 + e) - pmf_np(p64)) / h
     np.testing.assert_allclose(jac[:, i], fd, atol=2e-4, rtol=1e-3)
-    fd_wr = (_win_rate_np(pmf_np(p64 + e), (p64 + e) / (p64 + e).sum(), r) -
-             _win_rate_np(pmf_np(p64), p64 / p64.sum(), r)) / h
+    fd_wr = (
+      _win_rate_np(pmf_np(p64 + e), (p64 + e) / (p64 + e).sum(), r)
+      - _win_rate_np(pmf_np(p64), p64 / p64.sum(), r)
+    ) / h
     np.testing.assert_allclose(g_wr[i], fd_wr, atol=2e-4, rtol=1e-3)
 
 
 def test_max_at_k_exact_policy_gradient_through_softmax():
   rng = np.random.default_rng(5)
   logits = rng.standard_normal(6).astype(np.float32)
-  logits[2] = -np.inf                                    # A zero-probability outcome.
-  r = np.array([0.0, 1.0, 1.0, 0.5, 2.0, 2.0], np.float32)   # Ties, incl. the top.
+  logits[2] = -np.inf  # A zero-probability outcome.
+  r = np.array([0.0, 1.0, 1.0, 0.5, 2.0, 2.0], np.float32)  # Ties, incl. the top.
   k = 5
 
   def objective(z):
@@ -503,26 +529,30 @@ def test_max_at_k_exact_policy_gradient_through_softmax():
 
   grad = np.asarray(jax.grad(objective)(jnp.asarray(logits)))
   assert np.all(np.isfinite(grad))
+
   # Exact policy gradient: sum_y pi_k(y) r(y) differentiated through the softmax.
   def exact_np(z):
     w = np.exp(z - z[np.isfinite(z)].max())
     return _enumerate_max_at_k(w / w.sum(), r, k)
+
   fd = np.zeros(6)
   for i in range(6):
     if not np.isfinite(logits[i]):
       continue
     e = np.zeros(6)
     e[i] = 1e-5
-    fd[i] = (exact_np(logits.astype(np.float64) + e) -
-             exact_np(logits.astype(np.float64) - e)) / 2e-5
+    fd[i] = (
+      exact_np(logits.astype(np.float64) + e) - exact_np(logits.astype(np.float64) - e)
+    ) / 2e-5
   np.testing.assert_allclose(grad, fd, atol=5e-5, rtol=1e-3)
   # Same for the KL of the best-of-n policy.
-  g_kl = np.asarray(jax.grad(lambda z: bon.bon_kl(jax.nn.softmax(z), r, k))(
-      jnp.asarray(logits)))
+  g_kl = np.asarray(jax.grad(lambda z: bon.bon_kl(jax.nn.softmax(z), r, k))(jnp.asarray(logits)))
   assert np.all(np.isfinite(g_kl))
+
   def kl_np(z):
     w = np.exp(z - z[np.isfinite(z)].max())
     return _reference_bon(w / w.sum(), r, k)[1]
+
   for i in np.flatnonzero(np.isfinite(logits)):
     e = np.zeros(6)
     e[i] = 1e-5
@@ -537,8 +567,9 @@ def test_max_at_k_exact_large_k_is_accurate():
   r = rng.standard_normal(size).astype(np.float32)
   for k in (4096, 10_000):
     pmf_ref, _ = _reference_bon(p, r, k)
-    np.testing.assert_allclose(float(bon.max_at_k_exact(p, r, k)),
-                               float(np.sum(pmf_ref * r)), rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(
+      float(bon.max_at_k_exact(p, r, k)), float(np.sum(pmf_ref * r)), rtol=2e-6, atol=2e-6
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -576,7 +607,8 @@ def test_rewind_repeat_with_try_limit():
   # Nothing reaches the threshold: the reference is returned (eager and jit).
   np.testing.assert_allclose(bon.rewind_repeat_pmf(p, r, 10.0), p, rtol=1e-6)
   np.testing.assert_allclose(
-      jax.jit(lambda t: bon.rewind_repeat_pmf(p, r, t, max_tries=5))(10.0), p, rtol=1e-6)
+    jax.jit(lambda t: bon.rewind_repeat_pmf(p, r, t, max_tries=5))(10.0), p, rtol=1e-6
+  )
   # Tiny acceptance probability with many tries: factor ~ m, accurately.
   p2 = np.array([1 - 1e-7, 1e-7], np.float32)
   q2 = bon.rewind_repeat_pmf(p2, np.array([0.0, 1.0]), 1.0, max_tries=1000)
@@ -588,10 +620,19 @@ def test_rewind_repeat_with_try_limit():
 # ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fn", [bon.bon_pmf, bon.bon_kl, bon.bon_win_rate,
-                                bon.max_at_k_exact, bon.bon_kl_estimate_expectation,
-                                bon.bon_kl_gap_bound, bon.bon_win_rate_gap_bound,
-                                bon.bon_kl_gap_lower_bound])
+@pytest.mark.parametrize(
+  "fn",
+  [
+    bon.bon_pmf,
+    bon.bon_kl,
+    bon.bon_win_rate,
+    bon.max_at_k_exact,
+    bon.bon_kl_estimate_expectation,
+    bon.bon_kl_gap_bound,
+    bon.bon_win_rate_gap_bound,
+    bon.bon_kl_gap_lower_bound,
+  ],
+)
 def test_bad_input_raises(fn):
   r = np.array([0.0, 1.0, 2.0, 3.0], np.float32)
   with pytest.raises(ValueError, match="non-negative"):
@@ -647,7 +688,7 @@ def test_bon_kl_jit_time_at_one_million_outcomes():
   r = np.random.default_rng(8).standard_normal(size).astype(np.float32)
   fn = jax.jit(bon.bon_kl, static_argnums=2)
   start = time.perf_counter()
-  fn(p, r, 10_000).block_until_ready()         # Includes compilation.
+  fn(p, r, 10_000).block_until_ready()  # Includes compilation.
   assert time.perf_counter() - start < 2.0 * 3
   start = time.perf_counter()
   fn(p, r, 10_000).block_until_ready()
