@@ -17,7 +17,7 @@ from absl import flags
 import jax
 import numpy as np
 
-from maxk._src import best_of_n
+import maxk
 
 _SIZES = flags.DEFINE_list(
   "sizes", ["1000", "10000", "100000", "1000000"], "Numbers of outcomes L to time."
@@ -58,7 +58,7 @@ def main(argv: Sequence[str]) -> None:
   print(header)
   print("-" * len(header))
   for name in _FUNCTIONS.value:
-    fn = jax.jit(getattr(best_of_n, name), static_argnums=2)
+    fn = jax.jit(getattr(maxk, name), static_argnums=2)
     for size in (int(s) for s in _SIZES.value):
       probs = rng.dirichlet(np.ones(size)).astype(np.float32)
       rewards = rng.standard_normal(size).astype(np.float32)

@@ -26,20 +26,20 @@ from __future__ import annotations
 import functools
 
 import jax
-from jax import lax
-import jax.numpy as jnp
 from jax.typing import ArrayLike
 import numpy as np
 
 from maxk._src import checks
 from maxk._src import combinatorics
+from maxk._src import sorted_kernels
 from maxk._src import sorting
 
+# The ``baseline`` options of :func:`max_at_k_advantages`, exported as ``maxk.BASELINES``.
 BASELINES = ("none", "loo", "loo_centered", "loo_minus_one", "mean_std")
 _STD_EPS = 1e-6
 
 
-def _loo_coefficients(n: int, k: int, kk: int, scale: float):
+def _loo_coefficients(n: int, kk: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
   """Coefficients of ``scale * max_at_k(r without rank j, kk)`` over n-1 samples.
 
   Removing rank j leaves ranks m < j in place and shifts ranks m > j down by one:
@@ -53,7 +53,7 @@ def _loo_coefficients(n: int, k: int, kk: int, scale: float):
 
 
 @functools.lru_cache(maxsize=256)
-def transform_coefficients(n: int, k: int, baseline: str):
+def transform_coefficients(n: int, k: int, baseline: str) -> sorted_kernels.SortedTransform:
   """(d, u, p) of a_(j) = d_j r_(j) + Σ_{m>j} u_m r_(m) − Σ_{m<j} p_m r_(m); float64 [n] each.
 
   ``baseline`` is one of "none", "loo", "loo_centered", "loo_minus_one" (after the
@@ -67,7 +67,7 @@ def transform_coefficients(n: int, k: int, baseline: str):
     pass
   elif baseline in ("loo", "loo_centered"):
     scale = k / (n - 1) if baseline == "loo" else k / n
-    loo_prefix, loo_suffix = _loo_coefficients(n, k, k, scale)
+    loo_prefix, loo_suffix = _loo_coefficients(n, k, scale)
     prefix = loo_prefix
     suffix = suffix - loo_suffix
   elif baseline == "loo_minus_one":
@@ -78,68 +78,7 @@ def transform_coefficients(n: int, k: int, baseline: str):
     suffix = np.zeros(n)
   else:
     raise AssertionError(baseline)
-  return diag, suffix, prefix
-
-
-def _exclusive_prefix_sum(x: jax.Array) -> jax.Array:
-  """out[..., j] = Σ_{m<j} x[..., m]."""
-  incl = jnp.cumsum(x, axis=-1)
-  return jnp.concatenate([jnp.zeros_like(incl[..., :1]), incl[..., :-1]], axis=-1)
-
-
-def _exclusive_suffix_sum(x: jax.Array) -> jax.Array:
-  """out[..., j] = Σ_{m>j} x[..., m]."""
-  incl = jnp.flip(jnp.cumsum(jnp.flip(x, -1), axis=-1), -1)
-  return jnp.concatenate([incl[..., 1:], jnp.zeros_like(incl[..., :1])], axis=-1)
-
-
-def _scaled(coeffs: np.ndarray, r: jax.Array) -> jax.Array:
-  """coeffs * r, with 0 wherever the float64 coefficient is exactly 0 (so 0·inf = 0)."""
-  c = jnp.asarray(coeffs, dtype=r.dtype)
-  return jnp.where(jnp.asarray(coeffs != 0), c * r, 0)
-
-
-def apply_sorted_transform(r_sorted: jax.Array, coeffs) -> jax.Array:
-  """Evaluates a_(j) = d_j r_(j) + Σ_{m>j} u_m r_(m) − Σ_{m<j} p_m r_(m) on sorted rewards."""
-  diag, suffix, prefix = coeffs
-  out = _scaled(diag, r_sorted)
-  if np.any(suffix != 0):
-    out = out + _exclusive_suffix_sum(_scaled(suffix, r_sorted))
-  if np.any(prefix != 0):
-    out = out - _exclusive_prefix_sum(_scaled(prefix, r_sorted))
-  return out
-
-
-def _finite_or_zero(x: jax.Array) -> jax.Array:
-  return jnp.where(jnp.isfinite(x), x, 0)
-
-
-def from_group_max(x: jax.Array) -> jax.Array:
-  """x measured from its group's (finite) maximum, for shift-invariant functions.
-
-  Differences of nearby values are then exact (Sterbenz), so a constant group
-  becomes exactly 0 (a float32 mean of equal values need not equal them) and a
-  large common offset does not swamp the differences.  The shift carries no
-  gradient: only use it where the result does not depend on it.
-  """
-  top = jnp.max(x, axis=-1, keepdims=True)
-  return x - lax.stop_gradient(_finite_or_zero(top))
-
-
-def zscore(x: jax.Array, *, eps: float) -> jax.Array:
-  """(x − mean) / (std + eps) over the last axis, population std.
-
-  Computed on x measured from its group maximum (:func:`from_group_max`), so a
-  constant group gives exactly 0.  The std's gradient is taken as 0 where the
-  group is constant (instead of the NaN that d sqrt(v)/dv = ∞ times 0 would
-  give), so ``jax.grad`` stays finite.
-  """
-  x = from_group_max(x)
-  centred = x - jnp.mean(x, axis=-1, keepdims=True)
-  var = jnp.mean(jnp.square(centred), axis=-1, keepdims=True)
-  positive = var > 0
-  std = jnp.where(positive, jnp.sqrt(jnp.where(positive, var, 1)), 0)
-  return centred / (std + eps)
+  return sorted_kernels.SortedTransform(diag=diag, suffix=suffix, prefix=prefix)
 
 
 def max_at_k_advantages(
@@ -208,11 +147,11 @@ def _max_at_k_advantages(rewards: jax.Array, k: int, baseline: str) -> jax.Array
     # shift keeps its gradient: at k = n, S is the group maximum for every i, and
     # only with it does the gradient cancel exactly instead of leaving rounding
     # noise for the 1/eps of a zero std to amplify.
-    r_sorted = r_sorted - _finite_or_zero(r_sorted[..., -1:])
-    s = apply_sorted_transform(r_sorted, transform_coefficients(n, k, "none"))
-    a_sorted = zscore(s, eps=_STD_EPS)
+    r_sorted = r_sorted - sorted_kernels.finite_or_zero(r_sorted[..., -1:])
+    s = sorted_kernels.apply_sorted_transform(r_sorted, transform_coefficients(n, k, "none"))
+    a_sorted = sorted_kernels.zscore(s, eps=_STD_EPS)
   elif kind == "none":
-    a_sorted = apply_sorted_transform(r_sorted, transform_coefficients(n, k, kind))
+    a_sorted = sorted_kernels.apply_sorted_transform(r_sorted, transform_coefficients(n, k, kind))
   else:
     # The leave-one-out transforms are small differences of long sums, so they are
     # evaluated on rewards measured from the group's maximum c: by Sterbenz's lemma
@@ -220,8 +159,10 @@ def _max_at_k_advantages(rewards: jax.Array, k: int, baseline: str) -> jax.Array
     # exact, and a constant group gives exactly 0.  Shifting r by c shifts every
     # a_i by the same c·(k/n − k/(n−1)) for "loo" (and by 0 for the other two),
     # which is added back.
-    shift = _finite_or_zero(r_sorted[..., -1:])
-    a_sorted = apply_sorted_transform(r_sorted - shift, transform_coefficients(n, k, kind))
+    shift = sorted_kernels.finite_or_zero(r_sorted[..., -1:])
+    a_sorted = sorted_kernels.apply_sorted_transform(
+      r_sorted - shift, transform_coefficients(n, k, kind)
+    )
     if kind == "loo":
       a_sorted = a_sorted + shift * (k / n - k / (n - 1))
   return sorting.unsort_last(a_sorted, perm)

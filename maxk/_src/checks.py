@@ -12,11 +12,17 @@ import numbers
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 import numpy as np
 
 
 def check_int(
-  value, name: str, *, low: int | None = None, high: int | None = None, high_name: str | None = None
+  value: object,
+  name: str,
+  *,
+  low: int | None = None,
+  high: int | None = None,
+  high_name: str | None = None,
 ) -> int:
   """Returns ``value`` as a Python int, or raises ``ValueError`` naming ``name``.
 
@@ -37,14 +43,14 @@ def check_int(
   return value
 
 
-def check_option(value, name: str, valid: Sequence[str]) -> str:
+def check_option(value: object, name: str, valid: Sequence[str]) -> str:
   """Raises ``ValueError`` listing ``valid`` unless ``value`` is one of them."""
   if not isinstance(value, str) or value not in valid:
     raise ValueError(f"Unknown {name}={value!r}; valid options are {list(valid)}.")
   return value
 
 
-def as_float_array(x, name: str, *, min_ndim: int = 1) -> jax.Array:
+def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 1) -> jax.Array:
   """Converts ``x`` to a floating JAX array (the default float dtype unless already floating)."""
   try:
     arr = jnp.asarray(x)
@@ -65,6 +71,6 @@ def check_same_shape(a: jax.Array, a_name: str, b: jax.Array, b_name: str) -> No
     raise ValueError(f"{b_name} shape {b.shape} must equal {a_name} shape {a.shape}.")
 
 
-def is_concrete(x) -> bool:
+def is_concrete(x: object) -> bool:
   """True when ``x`` holds concrete values (not a tracer), so values can be checked."""
   return not isinstance(x, jax.core.Tracer)

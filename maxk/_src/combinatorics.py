@@ -16,11 +16,12 @@ import functools
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 _lgamma = np.frompyfunc(math.lgamma, 1, 1)
 
 
-def log_binom(top, bottom) -> np.ndarray:
+def log_binom(top: npt.ArrayLike, bottom: npt.ArrayLike) -> np.ndarray:
   """Elementwise log C(top, bottom) in float64; -inf where the binomial is 0.
 
   C(a, b) is taken to be 0 unless 0 <= b <= a (integers), so that sums over
@@ -36,7 +37,9 @@ def log_binom(top, bottom) -> np.ndarray:
   return np.where(valid, out, -np.inf)
 
 
-def binom_ratio(top, bottom, n: int, k: int, *, scale: float = 1.0) -> np.ndarray:
+def binom_ratio(
+  top: npt.ArrayLike, bottom: npt.ArrayLike, n: int, k: int, *, scale: float = 1.0
+) -> np.ndarray:
   """``scale * C(top, bottom) / C(n, k)`` elementwise, in float64 (0 where C(top, bottom) = 0)."""
   with np.errstate(over="ignore", under="ignore"):
     return scale * np.exp(log_binom(top, bottom) - float(log_binom(n, k)))

@@ -24,6 +24,7 @@ import numpy as np
 
 from maxk._src import checks
 from maxk._src import combinatorics
+from maxk._src import sorted_kernels
 from maxk._src import sorting
 
 
@@ -35,7 +36,7 @@ def _pass_at_k_table(n: int, k: int) -> np.ndarray:
   return -np.expm1(log_ratio)
 
 
-def validate_correct(correct: ArrayLike, k: int):
+def validate_correct(correct: ArrayLike, k: int) -> tuple[jax.Array, int, int]:
   """Validates ``[..., n]`` {0, 1} input and ``k``; returns (values, n, k).
 
   ``values`` is ``correct`` as a floating array.  Values outside {0, 1} raise
@@ -56,7 +57,7 @@ def validate_correct(correct: ArrayLike, k: int):
   return values, n, k
 
 
-def count_correct(values: jax.Array):
+def count_correct(values: jax.Array) -> tuple[jax.Array, jax.Array]:
   """Returns (count, index): the float number of correct samples per group (NaN if
   the group has a NaN) and the same as int32 clipped to [0, n] for table look-ups."""
   n = values.shape[-1]
@@ -97,17 +98,6 @@ def _pass_at_k(values: jax.Array, k: int) -> jax.Array:
   return jnp.where(jnp.isfinite(count), table[index], jnp.nan)
 
 
-def weighted_sorted_sum(r_sorted: jax.Array, coeffs: np.ndarray) -> jax.Array:
-  """Σ_j coeffs_j r_sorted_j over the last axis, treating 0 · ±inf as 0.
-
-  Coefficients that are exactly 0 in float64 (ranks that can never be the max)
-  must not turn a -inf reward into NaN.
-  """
-  c = jnp.asarray(coeffs, dtype=r_sorted.dtype)
-  terms = jnp.where(jnp.asarray(coeffs != 0), c * r_sorted, 0)
-  return jnp.sum(terms, axis=-1)
-
-
 def max_at_k(rewards: ArrayLike, k: int) -> jax.Array:
   """Unbiased max@k estimate: the mean over all k-subsets of the subset maximum.
 
@@ -137,4 +127,6 @@ def max_at_k(rewards: ArrayLike, k: int) -> jax.Array:
 @functools.partial(jax.jit, static_argnums=1)
 def _max_at_k(rewards: jax.Array, k: int) -> jax.Array:
   r_sorted, _ = sorting.sort_last(rewards)
-  return weighted_sorted_sum(r_sorted, combinatorics.max_weights(rewards.shape[-1], k))
+  return sorted_kernels.weighted_sorted_sum(
+    r_sorted, combinatorics.max_weights(rewards.shape[-1], k)
+  )

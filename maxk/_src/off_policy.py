@@ -22,7 +22,7 @@ first m ranks (e_t the elementary symmetric polynomial).  It obeys the convex
 recursion ê_t(m) = (1 − t/m) ê_t(m−1) + (t/m) ρ_(m) ê_{t−1}(m−1), ê_0 = 1, which
 never overflows unless the weights themselves do, and needs no C(n, k).  One scan
 over the n ranks with a k-vector state gives J; ``jax.vjp`` of that scan gives all
-a_i exactly (the hint in DESIGN.md).
+a_i exactly.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import numpy as np
 from maxk._src import advantages
 from maxk._src import checks
 from maxk._src import combinatorics
-from maxk._src import metrics
+from maxk._src import sorted_kernels
 from maxk._src import sorting
 
 METHODS = ("exact", "first_order")
@@ -60,7 +60,7 @@ def _mean_esp_scan(rho_sorted: jax.Array, k: int) -> jax.Array:
   t = jnp.arange(k, dtype=dtype)
   init = jnp.zeros(batch_shape + (k,), dtype).at[..., 0].set(1)
 
-  def step(state, inputs):
+  def step(state: jax.Array, inputs: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
     m, rho_m = inputs  # m = 1..n (as float), rho_m: [...]
     emitted = state[..., k - 1]
     alpha = jnp.maximum(m - t, 0) / m
@@ -81,10 +81,14 @@ def _surrogate_sorted(log_ratio_sorted: jax.Array, r_sorted: jax.Array, k: int) 
   n = r_sorted.shape[-1]
   rho = jnp.exp(log_ratio_sorted)
   mean_esp = _mean_esp_scan(rho, k)
-  return metrics.weighted_sorted_sum(r_sorted * rho * mean_esp, combinatorics.max_weights(n, k))
+  return sorted_kernels.weighted_sorted_sum(
+    r_sorted * rho * mean_esp, combinatorics.max_weights(n, k)
+  )
 
 
-def _validate(rewards, log_ratio, k, log_ratio_name="log_ratio"):
+def _validate(
+  rewards: ArrayLike, log_ratio: ArrayLike, k: int, log_ratio_name: str = "log_ratio"
+) -> tuple[jax.Array, jax.Array, int, int]:
   rewards = checks.as_float_array(rewards, "rewards")
   log_ratio = checks.as_float_array(log_ratio, log_ratio_name)
   checks.check_same_shape(rewards, "rewards", log_ratio, log_ratio_name)
@@ -131,27 +135,29 @@ def _surrogate(rewards: jax.Array, log_ratio: jax.Array, k: int) -> jax.Array:
   return _surrogate_sorted(lr_sorted, r_sorted, k)
 
 
-def _first_order_sorted(r_sorted: jax.Array, delta_sorted: jax.Array, n: int, k: int):
+def _first_order_sorted(r_sorted: jax.Array, delta_sorted: jax.Array, n: int, k: int) -> jax.Array:
   """a_(p) with w(I) = 1 + Σ_{j∈I} δ_j, δ = ρ − 1, in sorted order.
 
   a_(p) = S_(p) (1 + δ_(p)) + [U_p Σ_{q<p} δ_(q) + Σ_{q>p} δ_(q) U_q] / C(n,k), where
   U_q = Σ_{I ⊇ {p, q}} max_I r for any p < q depends only on q:
   U_q = C(q−2,k−2) r_(q) + Σ_{m>q} C(m−3,k−3) r_(m).
   """
-  s = advantages.apply_sorted_transform(r_sorted, advantages.transform_coefficients(n, k, "none"))
+  s = sorted_kernels.apply_sorted_transform(
+    r_sorted, advantages.transform_coefficients(n, k, "none")
+  )
   out = s * (1 + delta_sorted)
   if k >= 2:
     q = np.arange(1, n + 1)
-    u = advantages.apply_sorted_transform(
+    u = sorted_kernels.apply_sorted_transform(
       r_sorted,
-      (
-        combinatorics.binom_ratio(q - 2, k - 2, n, k),
-        combinatorics.binom_ratio(q - 3, k - 3, n, k),
-        np.zeros(n),
+      sorted_kernels.SortedTransform(
+        diag=combinatorics.binom_ratio(q - 2, k - 2, n, k),
+        suffix=combinatorics.binom_ratio(q - 3, k - 3, n, k),
+        prefix=np.zeros(n),
       ),
     )
     lower = jnp.cumsum(delta_sorted, axis=-1) - delta_sorted
-    upper = advantages._exclusive_suffix_sum(delta_sorted * u)  # pylint: disable=protected-access
+    upper = sorted_kernels.exclusive_suffix_sum(delta_sorted * u)
     out = out + u * lower + upper
   return out
 

@@ -14,14 +14,14 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 import numpy as np
 
-from maxk._src import advantages
 from maxk._src import checks
 from maxk._src import combinatorics
 from maxk._src import metrics
+from maxk._src import sorted_kernels
 from maxk._src import sorting
 
 
-def _check_eps(eps) -> None:
+def _check_eps(eps: float | jax.Array) -> None:
   """``eps`` may be traced (then it cannot be checked); a concrete value must be >= 0."""
   if checks.is_concrete(eps) and not np.all(np.asarray(eps) >= 0):
     raise ValueError(f"eps={eps!r} must be >= 0.")
@@ -48,8 +48,8 @@ def grpo_advantages(rewards: ArrayLike, *, eps: float = 1e-6) -> jax.Array:
 
 
 @jax.jit
-def _grpo(rewards: jax.Array, eps) -> jax.Array:
-  return advantages.zscore(rewards, eps=eps)
+def _grpo(rewards: jax.Array, eps: float | jax.Array) -> jax.Array:
+  return sorted_kernels.zscore(rewards, eps=eps)
 
 
 def rloo_advantages(rewards: ArrayLike) -> jax.Array:
@@ -74,7 +74,7 @@ def _rloo(rewards: jax.Array) -> jax.Array:
   n = rewards.shape[-1]
   # Shift invariant: measured from the group maximum, a constant group gives exactly
   # 0 and a large common offset keeps the differences exact.
-  rewards = advantages.from_group_max(rewards)
+  rewards = sorted_kernels.from_group_max(rewards)
   total = jnp.sum(rewards, axis=-1, keepdims=True)
   return rewards - (total - rewards) / (n - 1)
 
@@ -84,9 +84,9 @@ def max_minus_second_advantages(rewards: ArrayLike) -> jax.Array:
 
   This is max(r) − max(r_{−i}), the leave-one-out estimator of ∇ max@n: only the
   maximum changes when it is removed.  ``r_second`` is the second entry of the
-  sorted multiset, so when the top value is tied the value is 0; the tie rule of
-  DESIGN.md (the value split evenly among the tied top) is applied all the same,
-  so no tied sample is singled out.
+  sorted multiset, so when the top value is tied the value is 0; the value is
+  nevertheless split evenly among the tied top samples, so that no tied sample is
+  singled out.
 
   Args:
     rewards: ``[..., n]`` rewards with n >= 2.
@@ -114,7 +114,7 @@ def _max_minus_second(rewards: jax.Array) -> jax.Array:
 
 
 @functools.lru_cache(maxsize=256)
-def _pass_at_k_training_tables(n: int, k: int):
+def _pass_at_k_training_tables(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
   """For N_neg = 0..n: group mean R̄, and C(N_neg−1, k−1)/C(n−1, k−1)."""
   n_neg = np.arange(n + 1)
   mean = -np.expm1(combinatorics.log_binom(n_neg, k) - combinatorics.log_binom(n, k))
@@ -154,7 +154,7 @@ def pass_at_k_training_advantages(correct: ArrayLike, k: int, *, eps: float = 0.
 
 
 @functools.partial(jax.jit, static_argnums=1)
-def _pass_at_k_training(values: jax.Array, k: int, eps) -> jax.Array:
+def _pass_at_k_training(values: jax.Array, k: int, eps: float | jax.Array) -> jax.Array:
   n = values.shape[-1]
   dtype = values.dtype
   count, index = metrics.count_correct(values)

@@ -1,7 +1,7 @@
 """Sorting along the sample axis while remembering how to undo it.
 
 All estimators are computed on rewards sorted ascending along the last axis and
-then returned in the caller's order (DESIGN: outputs are never sorted).  Sorting
+then returned in the caller's order (outputs are never sorted).  Sorting
 is stable, so tied rewards keep their relative order; every formula in this
 package is invariant to how ties are broken because only reward *values* enter.
 NaN sorts last (its group's outputs become NaN; other groups are untouched).
@@ -10,7 +10,8 @@ Performance note.  XLA's CPU sort is slow (≈100 ns per element, 10-80x slower
 than NumPy's), so for small groups we compute each element's rank by comparing
 all pairs, O(n²) work but fully vectorised, and scatter into place; both paths
 give the identical stable permutation.  The pairwise path is taken only on CPU
-for groups of at most 128 samples, in cache-sized chunks of rows.
+for groups of at most 64 samples (``_PAIRWISE_MAX_N``), in cache-sized chunks of
+rows; larger groups and other backends use ``lax.sort``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ _PAIRWISE_MAX_N = 64
 _PAIRWISE_CHUNK_ELEMENTS = 1 << 20
 
 
-def _use_pairwise(shape) -> bool:
+def _use_pairwise(shape: tuple[int, ...]) -> bool:
+  """Whether groups of ``shape[-1]`` samples are ranked pairwise (see module docstring)."""
   return jax.default_backend() == "cpu" and shape[-1] <= _PAIRWISE_MAX_N
 
 
@@ -68,7 +70,7 @@ def _chunked_pairwise_rank(x: jax.Array) -> jax.Array:
   return ranks.reshape(-1, n)[:num_rows].reshape(x.shape)
 
 
-def sort_last(x: jax.Array, *others: jax.Array):
+def sort_last(x: jax.Array, *others: jax.Array) -> tuple[jax.Array, ...]:
   """Sorts ``x`` ascending (stable) along its last axis, carrying ``others`` along.
 
   Returns:
@@ -81,7 +83,7 @@ def sort_last(x: jax.Array, *others: jax.Array):
     return lax.sort((x, *others, iota), dimension=axis, num_keys=1, is_stable=True)
   perm = _scatter_last(iota, _chunked_pairwise_rank(x))
   gathered = tuple(jnp.take_along_axis(y, perm, axis=-1) for y in (x, *others))
-  return gathered + (perm,)
+  return (*gathered, perm)
 
 
 def unsort_last(y_sorted: jax.Array, perm: jax.Array) -> jax.Array:

@@ -2,6 +2,8 @@
 
 import math
 
+from absl.testing import parameterized
+import chex
 import hypothesis
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
@@ -178,15 +180,24 @@ def test_mean_std_is_biased():
   assert np.max(np.abs(est - exact)) > 1e-2
 
 
-def test_jit_vmap_grad():
+class JitVmapTest(chex.TestCase):
+  @chex.variants(with_jit=True, without_jit=True)
+  @parameterized.product(baseline=BASELINES, k=(2, 6))
+  def test_against_enumeration(self, baseline, k):
+    rng = np.random.default_rng(0)
+    r = rng.normal(size=(4, 6)).astype(np.float32)
+    f = lambda x: maxk.max_at_k_advantages(x, k, baseline=baseline)
+    want = np.apply_along_axis(enumeration.advantages, -1, r.astype(np.float64), k, baseline)
+    np.testing.assert_allclose(self.variant(f)(r), want, rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(self.variant(jax.vmap(f))(r), want, rtol=1e-4, atol=2e-5)
+
+
+def test_grad_matches_finite_differences():
   rng = np.random.default_rng(0)
   r = jnp.asarray(rng.normal(size=(4, 6)), jnp.float32)
   for baseline in BASELINES:
     for k in (2, 6):
       f = lambda x, k=k, b=baseline: maxk.max_at_k_advantages(x, k, baseline=b)
-      eager = f(r)
-      np.testing.assert_allclose(jax.jit(f)(r), eager, rtol=1e-5, atol=1e-6)
-      np.testing.assert_allclose(jax.vmap(f)(r), eager, rtol=1e-5, atol=1e-6)
       # Gradient w.r.t. rewards (piecewise linear in r): compare with finite differences.
       v = jnp.asarray(rng.normal(size=r.shape), jnp.float32)
       obj = lambda x: jnp.sum(f(x) * v)
@@ -208,6 +219,12 @@ def test_nan_only_affects_its_group():
       out, clean = np.asarray(f(bad)), np.asarray(f(r))
       np.testing.assert_array_equal(out[[0, 2]], clean[[0, 2]])
       assert not np.all(np.isfinite(out[1]))
+
+
+def test_exported_baselines_are_the_valid_options():
+  assert maxk.BASELINES == tuple(BASELINES)
+  for baseline in maxk.BASELINES:
+    maxk.max_at_k_advantages(np.ones(3, np.float32), 2, baseline=baseline)
 
 
 def test_bad_input():
@@ -243,17 +260,15 @@ def test_float32_large_n_stays_finite_and_accurate(n):
 @pytest.mark.parametrize("n", [64, 1024, 4096])
 def test_float32_matches_float64_reference(n):
   """Every unbiased transform within 2e-6 · max|a| (mean_std 5e-5) of a float64 NumPy
-  evaluation of the same formulas (the benchmark's per-group reference), for k in
+  evaluation of the same formulas (group by group), for k in
   {1, 2, n/4, n/2, n-1, n}."""
-  from benchmarks import estimators as reference  # pylint: disable=import-outside-toplevel
-
   rng = np.random.default_rng(n + 1)
   r32 = rng.random((2, n)).astype(np.float32)
   r64 = r32.astype(np.float64)
   for k in sorted({1, 2, n // 4, n // 2, n - 1, n}):
     for baseline in BASELINES:
       got = np.asarray(maxk.max_at_k_advantages(r32, k, baseline=baseline), np.float64)
-      want = reference._numpy_loop(r64, r64, k, baseline)  # pylint: disable=protected-access
+      want = enumeration.advantages_float64(r64, k, baseline)
       scale = np.abs(want).max()
       # z-scoring an almost constant S (k near n) amplifies rounding by 1/std(S).
       rtol = 5e-5 if baseline == "mean_std" else 2e-6

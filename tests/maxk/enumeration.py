@@ -1,8 +1,10 @@
-"""Brute-force references: every definition written as an explicit sum over subsets.
+"""Independent float64 references for the tests of :mod:`maxk`.
 
-These are deliberately naive (Python loops over ``itertools.combinations`` in
-float64) and share no code with :mod:`maxk`; the tests compare the library
-against them on small inputs.
+Most are brute force: every definition written as an explicit sum over subsets
+(``itertools.combinations``) or over all draws (``itertools.product``).  The rest
+are closed forms in NumPy float64 (rank weights from log-gamma, best-of-n by tie
+classes in log space) for sizes too large to enumerate.  None shares code with
+:mod:`maxk`; the tests compare the library against them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import itertools
 import math
 
 import numpy as np
+from scipy import special
 
 
 def subsets(n: int, k: int):
@@ -40,7 +43,7 @@ def s_values(r, k: int) -> np.ndarray:
 
 
 def advantages(r, k: int, baseline: str) -> np.ndarray:
-  """DESIGN.md definitions of every ``max_at_k_advantages`` baseline, by subsets."""
+  """Every ``max_at_k_advantages`` baseline from its definition, by subsets."""
   r = np.asarray(r, np.float64)
   n = len(r)
   s = s_values(r, k)
@@ -170,3 +173,162 @@ def expected_score_estimate(estimator, logits_sample, logits_target, values, n: 
   scores = np.eye(len(values))[ys] - p_target  # ∇_logits log softmax(y) = e_y − p
   per_tuple = np.einsum("tn,tnl->tl", a, scores)
   return weights @ per_tuple
+
+
+# ----------------------------------------------------------------------------
+# Closed forms in float64 for large n (no enumeration).
+# ----------------------------------------------------------------------------
+
+
+def _binom_ratio(top, bottom, n: int, k: int) -> np.ndarray:
+  """C(top, bottom) / C(n, k) elementwise (0 where the binomial is 0), float64."""
+  top = np.asarray(top, np.float64)
+  bottom = np.asarray(bottom, np.float64)
+  ok = (bottom >= 0) & (bottom <= top)
+  t, b = np.where(ok, top, 0), np.where(ok, bottom, 0)
+  log = (
+    special.gammaln(t + 1)
+    - special.gammaln(b + 1)
+    - special.gammaln(t - b + 1)
+    - (special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1))
+  )
+  return np.where(ok, np.exp(log), 0.0)
+
+
+def advantages_float64(r, k: int, baseline: str) -> np.ndarray:
+  """``max_at_k_advantages`` of every row of ``r [B, n]`` in float64, group by group.
+
+  Each group is sorted and its rank weights evaluated (PKPO Listing 1 style):
+  S_(j) = [C(j-1,k-1) r_(j) + Σ_{m>j} C(m-2,k-2) r_(m)] / C(n,k) and the
+  leave-one-out baselines as prefix plus suffix sums over ranks.
+  """
+  r = np.asarray(r, np.float64)
+  out = np.empty_like(r)
+  n = r.shape[-1]
+  j = np.arange(1, n + 1)
+  for b in range(r.shape[0]):
+    order = np.argsort(r[b], kind="stable")
+    g = r[b][order]
+    s = _binom_ratio(j - 1, k - 1, n, k) * g
+    tail = _binom_ratio(j - 2, k - 2, n, k) * g
+    s += np.concatenate([np.cumsum(tail[::-1])[::-1][1:], [0.0]])
+    if baseline in ("loo", "loo_centered") and n > k:
+      scale = k / (n - 1) if baseline == "loo" else k / n
+      pre = np.cumsum(_binom_ratio(j - 1, k - 1, n - 1, k) * g)
+      suf = np.cumsum((_binom_ratio(j - 2, k - 1, n - 1, k) * g)[::-1])[::-1]
+      s -= scale * (np.concatenate([[0.0], pre[:-1]]) + np.concatenate([suf[1:], [0.0]]))
+    elif baseline == "loo_minus_one" and k >= 2:
+      s = _binom_ratio(j - 1, k - 1, n, k) * g - np.concatenate(
+        [[0.0], np.cumsum(_binom_ratio(j - 1, k - 2, n, k) * g)[:-1]]
+      )
+    elif baseline == "loo_minus_one":
+      s = (g - (g.sum() - g) / max(n - 1, 1)) / n
+    elif baseline == "mean_std":
+      s = (s - s.mean()) / (s.std() + 1e-6)
+    out[b, order] = s
+  return out
+
+
+# ----------------------------------------------------------------------------
+# Categorical policies and best-of-n.
+# ----------------------------------------------------------------------------
+
+
+def bon_pmf(p, r, n: int) -> np.ndarray:
+  """Best-of-n PMF by summing over all L^n draws; ties split uniformly."""
+  p = np.asarray(p, np.float64)
+  r = np.asarray(r, np.float64)
+  out = np.zeros(len(p))
+  for draw in itertools.product(range(len(p)), repeat=n):
+    weight = np.prod(p[list(draw)])
+    if weight == 0:
+      continue
+    best = max(r[j] for j in draw)
+    tied = [j for j in draw if r[j] == best]
+    for j in tied:
+      out[j] += weight / len(tied)
+  return out
+
+
+def max_at_k_of_policy(p, r, k: int) -> float:
+  """E[max of k i.i.d. rewards] of a categorical policy, over all L^k draws."""
+  p = np.asarray(p, np.float64)
+  r = np.asarray(r, np.float64)
+  total = 0.0
+  for draw in itertools.product(range(len(p)), repeat=k):
+    total += np.prod(p[list(draw)]) * max(r[j] for j in draw)
+  return total
+
+
+def bon_pmf_and_kl(p, r, n: int) -> tuple[np.ndarray, float]:
+  """Best-of-n PMF and KL(π_n || π) in float64 via tie classes, in log space."""
+  p = np.asarray(p, np.float64)
+  p = p / p.sum()
+  r = np.asarray(r, np.float64)
+  values, inverse = np.unique(r, return_inverse=True)
+  mass = np.bincount(inverse, weights=p, minlength=len(values))
+  upper = np.cumsum(mass)
+  above = np.cumsum(mass[::-1])[::-1] - mass
+  below = upper - mass
+  with np.errstate(divide="ignore", invalid="ignore"):
+    log_f = np.where(upper < 0.5, np.log(upper), np.log1p(-above))
+    log_fm = np.where(below < 0.5, np.log(below), np.log1p(-(above + mass)))
+    cls = np.exp(n * log_f) * -np.expm1(n * (log_fm - log_f))
+  cls = np.where(below == 0, np.exp(n * log_f), cls)
+  c = mass[inverse]
+  pmf = np.where(c > 0, p * cls[inverse] / np.where(c > 0, c, 1.0), 0.0)
+  pos = pmf > 0
+  kl = float(np.sum(pmf[pos] * np.log(pmf[pos] / p[pos])))
+  return pmf, kl
+
+
+def win_rate(q, p, r) -> float:
+  """P(r(Y_q) > r(Y_p)) + 1/2 P(equal) by summing over all pairs of outcomes."""
+  q, p, r = (np.asarray(a, np.float64) for a in (q, p, r))
+  return float(
+    sum(
+      q[i] * p[j] * (1.0 if r[i] > r[j] else 0.5 if r[i] == r[j] else 0.0)
+      for i in range(len(q))
+      for j in range(len(p))
+    )
+  )
+
+
+def kl_divergence(q, p) -> float:
+  q, p = np.asarray(q, np.float64), np.asarray(p, np.float64)
+  pos = q > 0
+  return float(np.sum(q[pos] * np.log(q[pos] / p[pos])))
+
+
+def collision_probability(p, r) -> float:
+  """P(r(Y) = r(Y')) for Y, Y' i.i.d. from p, by summing over all pairs of outcomes."""
+  p, r = np.asarray(p, np.float64), np.asarray(r, np.float64)
+  p = p / p.sum()
+  return float(sum(p[i] * p[j] for i in range(len(p)) for j in range(len(p)) if r[i] == r[j]))
+
+
+def bon_kl_estimate(eps, n: int) -> np.ndarray:
+  """d_n(eps) = (1-eps)^n [log n + (n-1) log(1-eps) - (n-1)/n] + b log(b/eps),
+  b = 1 - (1-eps)^n, in float64."""
+  eps = np.asarray(eps, np.float64)
+  qn = np.exp(n * np.log1p(-eps))
+  b = -np.expm1(n * np.log1p(-eps))
+  return qn * (math.log(n) + (n - 1) * np.log1p(-eps) - (n - 1) / n) + b * np.log(b / eps)
+
+
+def bon_kl_bound(n: int) -> float:
+  return math.log(n) - (n - 1) / n
+
+
+# Small references with ties and zero probabilities: (probs float32, rewards).
+BON_CASES = [
+  (np.array([0.25, 0.25, 0.25, 0.25], np.float32), np.array([0.0, 1.0, 2.0, 3.0])),
+  (np.array([0.1, 0.2, 0.3, 0.4], np.float32), np.array([1.0, 1.0, 0.0, 2.0])),
+  (np.array([0.5, 0.0, 0.3, 0.2], np.float32), np.array([2.0, 2.0, 1.0, 2.0])),
+  (np.array([0.6, 0.4], np.float32), np.array([5.0, 5.0])),
+  (np.array([0.7, 0.0, 0.3], np.float32), np.array([0.0, 9.0, 1.0])),
+  (np.array([1.0], np.float32), np.array([3.0])),
+  # Zero probability on the lowest reward (x = c/F = 1 exactly for the next class).
+  (np.array([0.6, 0.0, 0.4], np.float32), np.array([1.0, -1.0, 2.0])),
+  (np.array([0.3, 0.0, 0.7, 0.0], np.float32), np.array([1.0, 0.0, 1.0, 0.0])),
+]

@@ -2,6 +2,8 @@
 
 import math
 
+from absl.testing import parameterized
+import chex
 import hypothesis
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
@@ -75,17 +77,21 @@ def test_max_at_k_properties(r, data):
     assert float(maxk.max_at_k(r.astype(np.float32), k + 1)) >= got - 1e-5
 
 
-def test_jit_and_vmap():
-  rng = np.random.default_rng(0)
-  r = jnp.asarray(rng.normal(size=(5, 6)), jnp.float32)
-  c = jnp.asarray(rng.random((5, 6)) < 0.5)
-  for k in (1, 3, 6):
-    eager = maxk.max_at_k(r, k)
-    np.testing.assert_allclose(jax.jit(maxk.max_at_k, static_argnums=1)(r, k), eager, rtol=1e-6)
-    np.testing.assert_allclose(jax.vmap(lambda x: maxk.max_at_k(x, k))(r), eager, rtol=1e-6)
-    p = maxk.pass_at_k(c, k)
-    np.testing.assert_allclose(jax.jit(maxk.pass_at_k, static_argnums=1)(c, k), p)
-    np.testing.assert_allclose(jax.vmap(lambda x: maxk.pass_at_k(x, k))(c), p)
+class JitVmapTest(chex.TestCase):
+  @chex.variants(with_jit=True, without_jit=True)
+  @parameterized.parameters(1, 3, 6)
+  def test_against_enumeration(self, k):
+    rng = np.random.default_rng(0)
+    r = rng.normal(size=(5, 6)).astype(np.float32)
+    c = rng.random((5, 6)) < 0.5
+    want_max = [enumeration.max_at_k(row, k) for row in r]
+    want_pass = [enumeration.pass_at_k(row, k) for row in c]
+    max_at_k = lambda x: maxk.max_at_k(x, k)
+    pass_at_k = lambda x: maxk.pass_at_k(x, k)
+    np.testing.assert_allclose(self.variant(max_at_k)(r), want_max, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(self.variant(jax.vmap(max_at_k))(r), want_max, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(self.variant(pass_at_k)(c), want_pass, rtol=1e-6)
+    np.testing.assert_allclose(self.variant(jax.vmap(pass_at_k))(c), want_pass, rtol=1e-6)
 
 
 def test_grad_of_max_at_k_is_the_weight_vector():

@@ -1,5 +1,7 @@
 """Tests for the off-policy max@k weights and the importance-weighted surrogate."""
 
+from absl.testing import parameterized
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -112,16 +114,32 @@ def test_first_order_bias_shrinks_quadratically():
   assert np.all(biases[:-1] / biases[1:] > 3.0), biases
 
 
-def test_jit_vmap_grad_and_nan_isolation():
+class JitVmapTest(chex.TestCase):
+  @chex.variants(with_jit=True, without_jit=True)
+  @parameterized.product(method=("exact", "first_order"), k=(1, 4))
+  def test_against_enumeration(self, method, k):
+    rng = np.random.default_rng(2)
+    r = rng.normal(size=(3, 6)).astype(np.float32)
+    lr = 0.2 * rng.normal(size=(3, 6)).astype(np.float32)
+    f = lambda a, b: maxk.max_at_k_advantages_off_policy(a, b, k, method=method)
+    want = np.stack([enumeration.off_policy(r[i], lr[i], k, method) for i in range(3)])
+    np.testing.assert_allclose(self.variant(f)(r, lr), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(self.variant(jax.vmap(f))(r, lr), want, rtol=1e-5, atol=1e-6)
+    surrogate = lambda a, b: maxk.max_at_k_surrogate(b, jnp.zeros_like(b), a, k)
+    want_j = [enumeration.surrogate(r[i], lr[i], k) for i in range(3)]
+    np.testing.assert_allclose(self.variant(surrogate)(r, lr), want_j, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+      self.variant(jax.vmap(surrogate))(r, lr), want_j, rtol=1e-5, atol=1e-6
+    )
+
+
+def test_grad_and_nan_isolation():
   rng = np.random.default_rng(2)
   r = rng.normal(size=(3, 6)).astype(np.float32)
   lr = 0.2 * rng.normal(size=(3, 6)).astype(np.float32)
   for method in ("exact", "first_order"):
     for k in (1, 4):
       f = lambda a, b, k=k, m=method: maxk.max_at_k_advantages_off_policy(a, b, k, method=m)
-      eager = f(r, lr)
-      np.testing.assert_allclose(jax.jit(f)(r, lr), eager, rtol=1e-5, atol=1e-6)
-      np.testing.assert_allclose(jax.vmap(f)(r, lr), eager, rtol=1e-5, atol=1e-6)
       g = jax.grad(lambda b: jnp.sum(f(r, b) ** 2))(lr)
       assert np.all(np.isfinite(g))
       bad = r.copy()

@@ -7,6 +7,7 @@ import pytest
 
 import maxk
 from maxk._src import sorting
+from tests.maxk import enumeration
 
 
 @pytest.fixture(params=["pairwise", "xla"])
@@ -58,8 +59,6 @@ def test_estimators_and_gradients_identical_on_both_paths(sort_path):
 
 
 def _reference(row, k, baseline):
-  import enumeration  # pylint: disable=import-outside-toplevel
-
   return enumeration.advantages(row, k, baseline)
 
 
@@ -72,3 +71,13 @@ def test_chunked_pairwise_path_matches_numpy():
   xs, perm = jax.jit(sorting.sort_last)(jnp.asarray(x))
   np.testing.assert_array_equal(perm, np.argsort(x, axis=-1, kind="stable"))
   np.testing.assert_array_equal(sorting.unsort_last(xs, perm), x)
+
+
+def test_pairwise_path_is_used_exactly_up_to_its_documented_size():
+  """Regression: the module docstring said 128 while the code stopped at 64."""
+  limit = sorting._PAIRWISE_MAX_N  # pylint: disable=protected-access
+  on_cpu = jax.default_backend() == "cpu"
+  assert sorting._use_pairwise((3, limit)) == on_cpu  # pylint: disable=protected-access
+  assert sorting._use_pairwise((limit,)) == on_cpu  # pylint: disable=protected-access
+  assert not sorting._use_pairwise((3, limit + 1))  # pylint: disable=protected-access
+  assert f"at most {limit} samples" in sorting.__doc__

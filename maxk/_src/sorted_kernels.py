@@ -1,0 +1,125 @@
+"""Kernels on rewards sorted along the last axis, shared by the estimators.
+
+Every max@k estimator in this package is linear in the ascending sorted rewards
+r_(1) <= ... <= r_(n) with static float64 coefficients (computed by
+:mod:`maxk._src.combinatorics`).  The kernels here evaluate such sums
+(a weighted sum, or the transform d_j r_(j) + Σ_{m>j} u_m r_(m) − Σ_{m<j} p_m r_(m)
+via exclusive cumulative sums) and the shift-invariant standardisations that the
+peer estimators share.  All take and return arrays of shape ``[..., n]``.
+
+References: Walder & Karkhanis, "Pass@K Policy Optimization", arXiv 2505.15201
+(Eqs. 12-14, 18-21).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+import numpy as np
+
+
+class SortedTransform(NamedTuple):
+  """Static coefficients of a_(j) = d_j r_(j) + Σ_{m>j} u_m r_(m) − Σ_{m<j} p_m r_(m).
+
+  Each field is a float64 NumPy vector of length n over ascending ranks.
+  """
+
+  diag: np.ndarray  # d
+  suffix: np.ndarray  # u
+  prefix: np.ndarray  # p
+
+
+def exclusive_prefix_sum(x: jax.Array) -> jax.Array:
+  """out[..., j] = Σ_{m<j} x[..., m] along the last axis."""
+  incl = jnp.cumsum(x, axis=-1)
+  return jnp.concatenate([jnp.zeros_like(incl[..., :1]), incl[..., :-1]], axis=-1)
+
+
+def exclusive_suffix_sum(x: jax.Array) -> jax.Array:
+  """out[..., j] = Σ_{m>j} x[..., m] along the last axis."""
+  incl = jnp.flip(jnp.cumsum(jnp.flip(x, -1), axis=-1), -1)
+  return jnp.concatenate([incl[..., 1:], jnp.zeros_like(incl[..., :1])], axis=-1)
+
+
+def scaled(coeffs: np.ndarray, r: jax.Array) -> jax.Array:
+  """coeffs * r, with 0 wherever the float64 coefficient is exactly 0.
+
+  Ranks that never enter a sum have coefficient 0, and must not turn a -inf
+  reward into NaN (0 · inf).
+  """
+  c = jnp.asarray(coeffs, dtype=r.dtype)
+  return jnp.where(jnp.asarray(coeffs != 0), c * r, 0)
+
+
+def weighted_sorted_sum(r_sorted: jax.Array, coeffs: np.ndarray) -> jax.Array:
+  """Σ_j coeffs_j r_sorted_j over the last axis ``[..., n] -> [...]``, with 0 · ±inf = 0."""
+  return jnp.sum(scaled(coeffs, r_sorted), axis=-1)
+
+
+def apply_sorted_transform(r_sorted: jax.Array, coeffs: SortedTransform) -> jax.Array:
+  """Evaluates a_(j) = d_j r_(j) + Σ_{m>j} u_m r_(m) − Σ_{m<j} p_m r_(m).
+
+  Args:
+    r_sorted: ``[..., n]`` rewards sorted ascending along the last axis.
+    coeffs: the static (d, u, p) coefficient vectors, each of length n.
+
+  Returns:
+    ``[..., n]`` transformed rewards, in sorted order.  Cost O(n) per group (two
+    cumulative sums, skipped where a coefficient vector is all zero).
+  """
+  out = scaled(coeffs.diag, r_sorted)
+  if np.any(coeffs.suffix != 0):
+    out = out + exclusive_suffix_sum(scaled(coeffs.suffix, r_sorted))
+  if np.any(coeffs.prefix != 0):
+    out = out - exclusive_prefix_sum(scaled(coeffs.prefix, r_sorted))
+  return out
+
+
+def finite_or_zero(x: jax.Array) -> jax.Array:
+  """x where finite, else 0 (a shift that must not turn a group into NaN)."""
+  return jnp.where(jnp.isfinite(x), x, 0)
+
+
+def from_group_max(x: jax.Array) -> jax.Array:
+  """x measured from its group's (finite) maximum, for shift-invariant functions.
+
+  Differences of nearby values are then exact (Sterbenz), so a constant group
+  becomes exactly 0 (a float32 mean of equal values need not equal them) and a
+  large common offset does not swamp the differences.  The shift carries no
+  gradient: only use it where the result does not depend on it.
+
+  Args:
+    x: ``[..., n]`` values.
+
+  Returns:
+    ``[..., n]`` values x − max(x) (the shift is 0 for a group whose maximum is
+    not finite).
+  """
+  top = jnp.max(x, axis=-1, keepdims=True)
+  return x - lax.stop_gradient(finite_or_zero(top))
+
+
+def zscore(x: jax.Array, *, eps: float | jax.Array) -> jax.Array:
+  """(x − mean) / (std + eps) over the last axis, population std.
+
+  Computed on x measured from its group maximum (:func:`from_group_max`), so a
+  constant group gives exactly 0.  The std's gradient is taken as 0 where the
+  group is constant (instead of the NaN that d sqrt(v)/dv = ∞ times 0 would
+  give), so ``jax.grad`` stays finite.
+
+  Args:
+    x: ``[..., n]`` values.
+    eps: keyword-only, added to the std.
+
+  Returns:
+    ``[..., n]`` standardised values.
+  """
+  x = from_group_max(x)
+  centred = x - jnp.mean(x, axis=-1, keepdims=True)
+  var = jnp.mean(jnp.square(centred), axis=-1, keepdims=True)
+  positive = var > 0
+  std = jnp.where(positive, jnp.sqrt(jnp.where(positive, var, 1)), 0)
+  return centred / (std + eps)

@@ -1,0 +1,85 @@
+"""Tests for maxk._src.tie_classes: the tie-class CDFs and the collision probability."""
+
+from absl.testing import parameterized
+import chex
+import jax
+import numpy as np
+import pytest
+
+import maxk
+from maxk._src import tie_classes
+from tests.maxk import enumeration
+
+_CASES = enumeration.BON_CASES
+
+
+class CollisionProbabilityTest(chex.TestCase):
+  @chex.variants(with_jit=True, without_jit=True)
+  @parameterized.parameters(*range(len(_CASES)))
+  def test_equals_brute_force_sum_over_pairs(self, case):
+    p, r = _CASES[case]
+    got = self.variant(maxk.reward_collision_probability)(p, r)
+    np.testing.assert_allclose(got, enumeration.collision_probability(p, r), rtol=1e-6)
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_batch_axes_and_vmap(self):
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(6), size=(2, 3)).astype(np.float32)
+    r = rng.integers(0, 3, size=(2, 3, 6)).astype(np.float32)
+    batched = self.variant(maxk.reward_collision_probability)(p, r)
+    vmapped = self.variant(jax.vmap(maxk.reward_collision_probability))(p, r)
+    assert batched.shape == (2, 3)
+    for i in range(2):
+      for j in range(3):
+        want = enumeration.collision_probability(p[i, j], r[i, j])
+        np.testing.assert_allclose(batched[i, j], want, rtol=1e-5)
+        np.testing.assert_allclose(vmapped[i, j], want, rtol=1e-5)
+
+
+def test_collision_probability_unique_rewards_and_ties():
+  p = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+  # Unique rewards: Σ_y π(y)²; all tied: 1.
+  np.testing.assert_allclose(maxk.reward_collision_probability(p, np.arange(4.0)), 0.3, rtol=1e-6)
+  np.testing.assert_allclose(maxk.reward_collision_probability(p, np.zeros(4)), 1.0, rtol=1e-6)
+  # Under jit probs are divided by their sum; a NaN reward makes its row NaN.
+  f = jax.jit(maxk.reward_collision_probability)
+  np.testing.assert_allclose(f(3 * p, np.arange(4.0)), 0.3, rtol=1e-6)
+  out = f(np.stack([p, p]), np.array([[0.0, 1, 2, 3], [0.0, np.nan, 2, 3]], np.float32))
+  np.testing.assert_allclose(out[0], 0.3, rtol=1e-6)
+  assert np.isnan(out[1])
+
+
+@pytest.mark.parametrize("case", range(len(_CASES)))
+def test_tie_class_cdfs_against_numpy(case):
+  p, r = _CASES[case]
+  p64, r64 = p.astype(np.float64) / p.sum(), r.astype(np.float64)
+  classes = jax.jit(tie_classes.tie_classes)(p / p.sum(), r.astype(np.float32))
+  order = np.argsort(r64, kind="stable")
+  np.testing.assert_array_equal(classes.perm, order)
+  rs = r64[order]
+  want_f = np.array([p64[r64 <= v].sum() for v in rs])
+  want_fm = np.array([p64[r64 < v].sum() for v in rs])
+  want_s = np.array([p64[r64 > v].sum() for v in rs])
+  np.testing.assert_allclose(classes.F, want_f, atol=1e-6)
+  np.testing.assert_allclose(classes.F_minus, want_fm, atol=1e-6)
+  np.testing.assert_allclose(classes.c, want_f - want_fm, atol=1e-6)
+  np.testing.assert_allclose(classes.S, want_s, atol=1e-6)
+  # log F is defined where F > 0 (F = 0 gets a finite placeholder, masked by its users).
+  log_f = np.asarray(tie_classes.log_cdf(classes.F, classes.S))
+  np.testing.assert_allclose(np.exp(log_f[want_f > 0]), want_f[want_f > 0], rtol=1e-5)
+  top = r64[p64 > 0].max()
+  np.testing.assert_allclose(
+    tie_classes.top_class_mass_row(None, p / p.sum(), r.astype(np.float32)),
+    p64[r64 == top].sum(),
+    rtol=1e-6,
+  )
+
+
+def test_bad_input():
+  p = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+  with pytest.raises(ValueError, match="rewards must not contain NaN"):
+    maxk.reward_collision_probability(p, np.array([0.0, np.nan, 1.0, 2.0]))
+  with pytest.raises(ValueError, match="shape"):
+    maxk.reward_collision_probability(p, np.arange(3.0))
+  with pytest.raises(ValueError, match="sum to 1"):
+    maxk.reward_collision_probability(2 * p, np.arange(4.0))
