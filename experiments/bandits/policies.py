@@ -110,6 +110,10 @@ class GaussianToy:
   sigma: float = 0.1
   name: str = "gaussian"
 
+  def __post_init__(self):
+    if not (np.isfinite(self.sigma) and self.sigma > 0):
+      raise ValueError(f"sigma={self.sigma} must be finite and > 0.")
+
   @property
   def dim(self) -> int:
     return 1

@@ -2,23 +2,25 @@
 
 Each step draws a group of ``n`` samples from the current policy, turns their
 rewards into advantages with an estimator of
-:mod:`experiments.bandits.estimators` at the current ``k_opt``, and takes
+:mod:`experiments.estimators` at the current ``k_opt``, and takes
 ``inner_steps`` optimiser steps along ``sum_i a_i grad log pi(y_i)`` (gradient
 ascent). With ``inner_steps > 1`` the later inner steps are off-policy: the
 off-policy estimators receive ``log_ratio = log pi_current(y) - log pi_sampling(y)``,
 the on-policy ones reuse the stale advantages' formula as is. After every step the
 exact max@k and pass@k of the current policy are logged for every ``k_eval``.
 
-``k_opt`` follows a :class:`Schedule`: a constant (``"4"``) or a piecewise-constant
-annealing schedule (``"8:200:1"``: k=8 before step 200, then k=1; PKPO Fig. 3).
-A whole run (all steps, all seeds) is one jitted computation: a ``lax.scan`` per
-schedule segment, ``vmap`` over seeds.
+``k_opt`` follows a :class:`experiments.schedules.Schedule`: a constant (``"4"``) or
+a piecewise-constant annealing schedule (``"8:200:1"``: k=8 for the first 200 steps,
+steps 0-199, then k=1; PKPO Fig. 3). A whole run (all steps, all seeds) is one
+jitted computation: a ``lax.scan`` per schedule segment, ``vmap`` over seeds.
+
+References: PKPO, arXiv 2505.15201 (Sec. 5, Fig. 3); max@k, arXiv 2510.23393 (App. E).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-import dataclasses
+import math
 from typing import Any
 
 import jax
@@ -26,68 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments.bandits import estimators as estimators_lib
-
-
-@dataclasses.dataclass(frozen=True)
-class Schedule:
-  """A piecewise-constant k_opt schedule.
-
-  Attributes:
-    spec: the string it was parsed from (its ``results.csv`` label).
-    segments: ``((k, num_steps), ...)`` in order; the step counts sum to the run's.
-  """
-
-  spec: str
-  segments: tuple[tuple[int, int], ...]
-
-  @property
-  def max_k(self) -> int:
-    return max(k for k, _ in self.segments)
-
-  def k_at(self, step: int) -> int:
-    """k_opt used at (0-based) ``step``."""
-    for k, steps in self.segments:
-      if step < steps:
-        return k
-      step -= steps
-    return self.segments[-1][0]
-
-
-def parse_schedule(spec: str, num_steps: int) -> Schedule:
-  """Parses ``"k"`` or ``"k0:t1:k1:t2:k2..."`` (k_i from step t_i on) into a Schedule.
-
-  Examples with ``num_steps=400``: ``"4"`` is k=4 throughout; ``"8:200:1"`` is k=8
-  for steps 0-199 and k=1 for steps 200-399.
-
-  Raises:
-    ValueError: on a malformed spec, k < 1, or switch steps that are not strictly
-      increasing inside ``(0, num_steps)``.
-  """
-  if num_steps < 1:
-    raise ValueError(f"num_steps={num_steps} must satisfy num_steps >= 1.")
-  parts = str(spec).split(":")
-  if len(parts) % 2 != 1:
-    raise ValueError(f"schedule={spec!r} must look like 'k' or 'k0:t1:k1[:t2:k2...]'.")
-  try:
-    values = [int(p) for p in parts]
-  except ValueError as e:
-    raise ValueError(
-      f"schedule={spec!r} must look like 'k' or 'k0:t1:k1[:t2:k2...]' (integers)."
-    ) from e
-  ks, switches = values[0::2], values[1::2]
-  for k in ks:
-    if k < 1:
-      raise ValueError(f"schedule={spec!r}: k={k} must satisfy k >= 1.")
-  bounds = [0, *switches, num_steps]
-  for lo, hi in zip(bounds[:-1], bounds[1:]):
-    if not lo < hi:
-      raise ValueError(
-        f"schedule={spec!r}: switch steps {switches} must be strictly "
-        f"increasing inside (0, num_steps={num_steps})."
-      )
-  segments = tuple((k, hi - lo) for k, lo, hi in zip(ks, bounds[:-1], bounds[1:]))
-  return Schedule(str(spec), segments)
+from experiments import estimators as estimators_lib
+from experiments import schedules
 
 
 def make_optimizer(name: str, learning_rate: float) -> optax.GradientTransformation:
@@ -114,7 +56,8 @@ def train(
   key: jax.Array,
   *,
   estimator: str,
-  schedule: Schedule,
+  schedule: schedules.Schedule,
+  num_steps: int,
   n: int,
   num_seeds: int,
   k_evals: Sequence[int],
@@ -129,8 +72,9 @@ def train(
     policy: a policy of :mod:`experiments.bandits.policies`.
     init_params: initial parameters (shared by every seed).
     key: PRNG key; seed ``s`` uses ``fold_in(key, s)``.
-    estimator: an estimator name of :mod:`experiments.bandits.estimators`.
+    estimator: an estimator name of :mod:`experiments.estimators`.
     schedule: the k_opt schedule; every k must satisfy ``k <= n``.
+    num_steps: training steps ``T``; the schedule's switch steps must be smaller.
     n: samples per step.
     num_seeds: independent runs, vmapped.
     k_evals: the k of the logged exact max@k and pass@k.
@@ -145,6 +89,7 @@ def train(
     metrics of the initial policy and after each of the ``T`` steps.
   """
   est = estimators_lib.get(estimator)
+  segments = schedule.segments(num_steps)
   if n < 2:
     raise ValueError(f"n={n} must satisfy n >= 2.")
   if schedule.max_k > n:
@@ -155,7 +100,13 @@ def train(
     raise ValueError(f"num_seeds={num_seeds} must satisfy num_seeds >= 1.")
   if inner_steps < 1:
     raise ValueError(f"inner_steps={inner_steps} must satisfy inner_steps >= 1.")
+  if not (math.isfinite(learning_rate) and learning_rate > 0):
+    raise ValueError(f"learning_rate={learning_rate} must be finite and > 0.")
+  if not math.isfinite(pass_threshold):
+    raise ValueError(f"pass_threshold={pass_threshold} must be finite.")
   k_evals = tuple(int(k) for k in k_evals)
+  if not k_evals or min(k_evals) < 1:
+    raise ValueError(f"k_evals={list(k_evals)} must be non-empty with every k >= 1.")
   opt = make_optimizer(optimizer, learning_rate)
 
   def step(carry, _, *, k):
@@ -177,7 +128,7 @@ def train(
     carry = (params, opt.init(params), key)
     max0, pass0 = evaluate(policy, params, k_evals, pass_threshold)
     maxs, passes = [max0[None]], [pass0[None]]
-    for k, steps in schedule.segments:
+    for k, steps in segments:
       seg = lambda c, x, k=k: step(c, x, k=k)
       carry, (m, p) = jax.lax.scan(seg, carry, None, length=steps)
       maxs.append(m)
@@ -190,7 +141,7 @@ def train(
     return jax.vmap(one_seed)(keys)
 
   max_k, pass_k = run(key)
-  k_opt = np.concatenate([np.full(steps, k) for k, steps in schedule.segments])
+  k_opt = np.concatenate([np.full(steps, k) for k, steps in segments])
   return {"max_at_k": np.asarray(max_k), "pass_at_k": np.asarray(pass_k), "k_opt": k_opt}
 
 
@@ -228,44 +179,3 @@ def summarize(
       }
     )
   return rows
-
-
-def plot_curves(
-  runs: Sequence[tuple[str, dict[str, np.ndarray]]],
-  *,
-  title: str,
-  k_evals: Sequence[int],
-  path: str,
-) -> None:
-  """Exact max@k (top row) and pass@k (bottom row) vs step, one column per k_eval.
-
-  Lines are the mean over seeds; bands span the 10th to 90th percentile of the seeds.
-  """
-  import matplotlib  # pylint: disable=g-import-not-at-top
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-
-  fig, axes = plt.subplots(
-    2, len(k_evals), figsize=(3.4 * len(k_evals) + 2.8, 6.4), squeeze=False, sharex=True
-  )
-  cmap = plt.get_cmap("tab10")
-  for row, metric in enumerate(["max_at_k", "pass_at_k"]):
-    for col, k in enumerate(k_evals):
-      ax = axes[row, col]
-      for i, (label, curves) in enumerate(runs):
-        values = curves[metric][:, :, col]
-        lo, hi = np.percentile(values, [10, 90], axis=0)
-        steps = np.arange(values.shape[1])
-        ax.plot(steps, values.mean(0), color=cmap(i % 10), label=label, linewidth=1.2)
-        ax.fill_between(steps, lo, hi, color=cmap(i % 10), alpha=0.12, linewidth=0)
-      ax.set_title(f"{metric.replace('_at_', '@')} (k={k})")
-      ax.grid(True, alpha=0.3)
-      if row == 1:
-        ax.set_xlabel("step")
-  handles, labels = axes[0, 0].get_legend_handles_labels()
-  fig.legend(handles, labels, loc="center right", fontsize=8, title="estimator / k_opt")
-  fig.suptitle(title)
-  fig.tight_layout(rect=(0, 0, 1 - 2.6 / fig.get_figwidth(), 1))
-  fig.savefig(path, dpi=110)
-  plt.close(fig)

@@ -2,8 +2,10 @@ r"""RL objective: maxk advantages, PPO-style clipped inner epochs, KL to the war
 
 Per prompt we draw n completions y_1..y_n from pi_old and score them, r [P, n].
 
-**On-policy gradient.** The estimator turns r into advantages a [P, n] on the
-gradient scale (DESIGN.md), so the sequence-level score-function estimator is
+**On-policy gradient.** The estimator (one of :mod:`experiments.estimators`) turns
+r into advantages a [P, n] on the gradient scale (sum_i a_i grad log pi(y_i)
+estimates grad max@k for the max@k baselines), so the sequence-level
+score-function estimator is
 
   loss = -(1/P) sum_p sum_i a_pi * log pi(y_pi),  log pi(y) = sum_t log pi(y_t | y_<t).
 
@@ -19,7 +21,7 @@ weight w_i of grad log pi_theta(y_i) is, by ``off_policy``:
 
 * ``"exact"`` / ``"first_order"`` (max@k estimators): the importance-weighted
   max@k weights ``maxk.max_at_k_advantages_off_policy(r, log_ratio, k, method)``
-  (unbiased for grad max@k(pi_theta) with ``"exact"``; DESIGN.md "Off-policy"), plus
+  (unbiased for grad max@k(pi_theta) with ``"exact"``; max@k paper App. E), plus
   the estimator's leave-one-out baseline scaled by the sample's own ratio:
   w_i += rho_i * (a_i - S_i), where S = max_at_k_advantages(r, k, baseline="none").
   For the "loo*" baselines a_i - S_i depends only on the other samples, so the term
@@ -48,46 +50,56 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from experiments import estimators as estimators_lib
+from experiments import schedules
 from experiments.lm import model as model_lib
 import maxk
 
-ESTIMATORS = ("max_at_k", "grpo", "rloo", "max_minus_second")
-K_FREE_ESTIMATORS = ("grpo", "rloo", "max_minus_second")
+# Run-spec estimators: "max_at_k" (its baseline is ``rl.baseline``) or a k-free peer.
+K_FREE_ESTIMATORS = estimators_lib.K_FREE
+ESTIMATORS = ("max_at_k", *K_FREE_ESTIMATORS)
 OFF_POLICY = ("exact", "first_order", "surrogate", "ppo_clip")
-BASELINES = ("none", "loo", "loo_centered", "loo_minus_one", "mean_std")
+BASELINES = estimators_lib.BASELINES
 
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-  """One RL run: an estimator and its k_opt schedule ((from_step, k), ...)."""
+  """One RL run: an estimator and its k_opt schedule (see :mod:`experiments.schedules`)."""
 
   name: str
   estimator: str
-  schedule: tuple[tuple[int, int], ...]
+  schedule: schedules.Schedule
 
   def k_at(self, step: int) -> int:
-    """k_opt at RL step ``step`` (1-based): the last schedule entry starting <= step."""
-    k = self.schedule[0][1]
-    for start, value in self.schedule:
-      if step >= start:
-        k = value
-    return k
+    """k_opt of RL step ``step``, numbered from 1 as the training loop counts them.
+
+    Step ``step`` has schedule index ``step - 1``: ``"8:50:1"`` uses k=8 for steps
+    1-50 (the first 50 steps) and k=1 from step 51 on.
+    """
+    return self.schedule.k_at(step - 1)
 
   @property
   def k_label(self) -> str:
-    if self.estimator in K_FREE_ESTIMATORS:
-      return "n/a"
-    return ":".join(str(k) if i == 0 else f"{s}:{k}" for i, (s, k) in enumerate(self.schedule))
+    return "n/a" if self.estimator in K_FREE_ESTIMATORS else self.schedule.spec
 
 
-def parse_runs(text: str, n: int) -> list[RunSpec]:
+def parse_runs(text: str, n: int, *, num_steps: int | None = None) -> list[RunSpec]:
   """Parses ``"max_at_k@1,max_at_k@4,max_at_k@8:50:1,grpo"`` into run specs.
 
-  Each entry is ``estimator`` or ``estimator@schedule``; a schedule is ``k`` or
-  ``k0:t1:k1[:t2:k2...]`` (k_i from RL step t_i on; PKPO Fig. 3 anneals k this way).
+  Each entry is ``estimator`` or ``estimator@schedule``; a schedule (default ``1``) is
+  ``k`` or ``k0:t1:k1[:t2:k2...]``: k0 for the first t1 RL steps, then k1 until step
+  t2, and so on (:func:`experiments.schedules.parse_schedule`; PKPO Fig. 3 anneals k
+  this way). k-free estimators (GRPO, RLOO, max-minus-second) take no schedule.
+
+  Args:
+    text: the comma-separated run specs (``rl.runs``).
+    n: samples per prompt; every k must satisfy ``1 <= k <= n``.
+    num_steps: the number of RL steps when known (``rl.steps``): switch steps must
+      then be smaller.
 
   Raises:
-    ValueError: on an unknown estimator, a bad schedule or k outside [1, n].
+    ValueError: on an unknown estimator, a bad schedule, k outside [1, n], switch
+      steps that do not strictly increase inside (0, num_steps), or a repeated run.
   """
   specs = []
   for entry in [e.strip() for e in text.split(",") if e.strip()]:
@@ -95,21 +107,14 @@ def parse_runs(text: str, n: int) -> list[RunSpec]:
     if estimator not in ESTIMATORS:
       raise ValueError(f"Unknown estimator {estimator!r} in runs={text!r}; valid: {ESTIMATORS}.")
     if estimator in K_FREE_ESTIMATORS:
-      specs.append(RunSpec(estimator, estimator, ((1, 1),)))
+      specs.append(RunSpec(estimator, estimator, schedules.constant(1)))
       continue
-    parts = (schedule_text or "1").split(":")
-    if len(parts) % 2 != 1:
-      raise ValueError(f"Schedule {schedule_text!r} must read k0[:t1:k1...].")
     try:
-      values = [int(x) for x in parts]
-    except ValueError:
-      raise ValueError(f"Schedule {schedule_text!r} must hold integers.") from None
-    schedule = [(1, values[0])] + list(zip(values[1::2], values[2::2]))
-    for _, k in schedule:
-      if not 1 <= k <= n:
-        raise ValueError(f"k_opt={k} in runs={text!r} must satisfy 1 <= k <= n={n}.")
-    name = f"{estimator}_k{schedule_text or '1'}".replace(":", "-")
-    specs.append(RunSpec(name, estimator, tuple(schedule)))
+      schedule = schedules.parse_schedule(schedule_text or "1", num_steps=num_steps, n=n)
+    except ValueError as e:
+      raise ValueError(f"run {entry!r}: {e}") from None
+    name = f"{estimator}_k{schedule.spec}".replace(":", "-")
+    specs.append(RunSpec(name, estimator, schedule))
   if not specs:
     raise ValueError("rl.runs must name at least one run.")
   names = [s.name for s in specs]
@@ -119,16 +124,15 @@ def parse_runs(text: str, n: int) -> list[RunSpec]:
 
 
 def advantages(estimator: str, rewards_Pxn: jax.Array, k: int, baseline: str) -> jax.Array:
-  """On-policy advantages [P, n] of the named estimator (gradient scale)."""
-  if estimator == "max_at_k":
-    return maxk.max_at_k_advantages(rewards_Pxn, k, baseline=baseline)
-  if estimator == "grpo":
-    return maxk.grpo_advantages(rewards_Pxn)
-  if estimator == "rloo":
-    return maxk.rloo_advantages(rewards_Pxn)
-  if estimator == "max_minus_second":
-    return maxk.max_minus_second_advantages(rewards_Pxn)
-  raise ValueError(f"Unknown estimator {estimator!r}; valid: {ESTIMATORS}.")
+  """On-policy advantages [P, n] of a run-spec estimator (gradient scale).
+
+  ``"max_at_k"`` is the registry estimator named ``baseline``
+  (:func:`maxk.max_at_k_advantages`); the k-free peers are looked up by name.
+  """
+  if estimator not in ESTIMATORS:
+    raise ValueError(f"Unknown estimator {estimator!r}; valid: {ESTIMATORS}.")
+  name = baseline if estimator == "max_at_k" else estimator
+  return estimators_lib.get(name)(rewards_Pxn, k)
 
 
 @dataclasses.dataclass(frozen=True)

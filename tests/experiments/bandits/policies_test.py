@@ -216,3 +216,6 @@ def test_bandit_constructors():
     policies.hard_bandit(2)
   with pytest.raises(ValueError, match="rewards"):
     policies.CategoricalBandit(np.array([1.0]))
+  for sigma in (0.0, -0.1, float("nan"), float("inf")):
+    with pytest.raises(ValueError, match="sigma=.* must be finite and > 0"):
+      policies.GaussianToy(sigma=sigma)

@@ -7,6 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments import estimators as estimators_lib
+from experiments import schedules
 from experiments.lm import model as model_lib
 from experiments.lm import rl
 from experiments.lm import sampling
@@ -18,14 +20,16 @@ def test_parse_runs_and_schedules():
   runs = rl.parse_runs("max_at_k@1, max_at_k@8:50:1:80:2,grpo", n=8)
   assert [r.name for r in runs] == ["max_at_k_k1", "max_at_k_k8-50-1-80-2", "grpo"]
   annealed = runs[1]
-  assert [annealed.k_at(s) for s in (1, 49, 50, 79, 80, 200)] == [8, 8, 1, 1, 2, 2]
   assert annealed.k_label == "8:50:1:80:2"
-  assert runs[2].k_label == "n/a" and runs[0].k_at(7) == 1
+  assert runs[2].k_label == "n/a" and runs[0].k_at(7) == 1 and runs[0].k_label == "1"
+  assert rl.parse_runs("max_at_k", n=8)[0].k_label == "1"
   for bad, match in [
     ("max_at_k@9", "1 <= k <= n=8"),
     ("ppo", "Unknown estimator"),
     ("max_at_k@2:3", "k0"),
     ("max_at_k@a", "integers"),
+    ("max_at_k@8:50:1:40:2", "strictly increasing"),
+    ("max_at_k@8:0:1", "positive"),
     ("grpo,grpo", "repeats"),
     ("", "at least one"),
   ]:
@@ -33,6 +37,41 @@ def test_parse_runs_and_schedules():
       rl.parse_runs(bad, n=8)
   with pytest.raises(ValueError, match="off_policy"):
     rl.UpdateSpec(estimator="max_at_k", k=2, off_policy="magic")
+
+
+def test_schedule_switches_after_the_first_t1_steps():
+  # RL steps are numbered from 1; "8:50:1:80:2" is k=8 for the first 50 steps
+  # (steps 1-50), k=1 for steps 51-80, then k=2: steps 50 and 80 still belong to
+  # the earlier segment, as in the bandit runs.
+  annealed = rl.parse_runs("max_at_k@8:50:1:80:2", n=8)[0]
+  ks = [annealed.k_at(step) for step in range(1, 101)]
+  assert ks == [8] * 50 + [1] * 30 + [2] * 20
+  assert annealed.schedule == schedules.parse_schedule("8:50:1:80:2")
+
+
+def test_parse_runs_checks_switch_steps_against_the_run_length():
+  rl.parse_runs("max_at_k@2:3:1", n=4, num_steps=4)
+  with pytest.raises(ValueError, match="smaller than num_steps=3"):
+    rl.parse_runs("max_at_k@2:3:1", n=4, num_steps=3)
+
+
+def test_advantages_come_from_the_shared_registry():
+  rewards = jnp.asarray(np.random.default_rng(0).random((2, 5)), jnp.float32)
+  for baseline in rl.BASELINES:
+    np.testing.assert_array_equal(
+      rl.advantages("max_at_k", rewards, 3, baseline),
+      maxk.max_at_k_advantages(rewards, 3, baseline=baseline),
+    )
+  np.testing.assert_array_equal(
+    rl.advantages("grpo", rewards, 3, "loo"), estimators_lib.get("grpo")(rewards, 3)
+  )
+  np.testing.assert_array_equal(
+    rl.advantages("max_minus_second", rewards, 3, "loo"),
+    maxk.max_minus_second_advantages(rewards),
+  )
+  assert rl.ESTIMATORS == ("max_at_k", "grpo", "rloo", "max_minus_second")
+  with pytest.raises(ValueError, match="Unknown estimator"):
+    rl.advantages("pass_at_k_training", rewards, 3, "loo")
 
 
 P, N, K = 3, 4, 2

@@ -1,0 +1,89 @@
+"""Tests of experiments.estimators, the registry shared by the bandit and LM experiments."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments import estimators as estimators_lib
+import maxk
+
+UNBIASED = ("none", "loo", "loo_centered", "loo_minus_one", "off_policy_exact")
+
+
+def test_registry_names_are_the_results_csv_names():
+  assert estimators_lib.ESTIMATOR_NAMES == (
+    "none",
+    "loo",
+    "loo_centered",
+    "loo_minus_one",
+    "mean_std",
+    "grpo",
+    "rloo",
+    "max_minus_second",
+    "pass_at_k_training",
+    "off_policy_exact",
+    "off_policy_first_order",
+  )
+  assert tuple(estimators_lib.ESTIMATORS) == estimators_lib.ESTIMATOR_NAMES
+  assert all(estimators_lib.get(n).name == n for n in estimators_lib.ESTIMATOR_NAMES)
+
+
+def test_parse_names():
+  assert estimators_lib.parse_names(["all"]) == estimators_lib.ESTIMATOR_NAMES
+  assert estimators_lib.parse_names(["grpo", "loo"]) == ("grpo", "loo")
+  with pytest.raises(ValueError, match="valid options"):
+    estimators_lib.get("loo_minus_two")
+  with pytest.raises(ValueError, match="repeat"):
+    estimators_lib.parse_names(["loo", "loo"])
+  with pytest.raises(ValueError, match="at least one"):
+    estimators_lib.parse_names([])
+
+
+@pytest.mark.parametrize("name", estimators_lib.ESTIMATOR_NAMES)
+def test_estimators_shapes_and_on_policy_limit(name):
+  rewards = jnp.asarray(np.random.default_rng(0).random((3, 8)), jnp.float32)
+  est = estimators_lib.get(name)
+  out = jax.jit(lambda r, lr: est(r, 4, log_ratio=lr, pass_threshold=0.5))(
+    rewards, jnp.zeros_like(rewards)
+  )
+  assert out.shape == (3, 8) and bool(jnp.all(jnp.isfinite(out)))
+  if est.off_policy:  # At log_ratio = 0 both methods equal the plain estimator.
+    np.testing.assert_allclose(
+      out, maxk.max_at_k_advantages(rewards, 4, baseline="none"), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_estimators_are_the_maxk_functions():
+  rewards = jnp.asarray(np.random.default_rng(1).random((2, 6)), jnp.float32)
+  get = estimators_lib.get
+  np.testing.assert_array_equal(
+    get("loo")(rewards, 3), maxk.max_at_k_advantages(rewards, 3, baseline="loo")
+  )
+  np.testing.assert_array_equal(get("grpo")(rewards, 3), maxk.grpo_advantages(rewards))
+  np.testing.assert_array_equal(get("rloo")(rewards, 5), maxk.rloo_advantages(rewards))
+  correct = (rewards >= 0.7).astype(jnp.float32)
+  np.testing.assert_array_equal(
+    get("pass_at_k_training")(rewards, 2, pass_threshold=0.7),
+    maxk.pass_at_k_training_advantages(correct, 2),
+  )
+  log_ratio = jnp.broadcast_to(0.1 * jnp.arange(6.0) - 0.2, (2, 6))
+  np.testing.assert_array_equal(
+    get("off_policy_first_order")(rewards, 2, log_ratio=log_ratio),
+    maxk.max_at_k_advantages_off_policy(rewards, log_ratio, 2, method="first_order"),
+  )
+
+
+def test_expected_unbiased_and_uses_k():
+  get = estimators_lib.get
+  assert all(get(name).expected_unbiased(8, 4, 0.5) for name in UNBIASED)
+  assert not get("off_policy_first_order").expected_unbiased(8, 4, 0.5)
+  assert get("off_policy_first_order").expected_unbiased(8, 4, 0.0)
+  assert get("off_policy_first_order").expected_unbiased(8, 1, 0.5)
+  assert get("max_minus_second").expected_unbiased(8, 8)
+  assert not get("max_minus_second").expected_unbiased(8, 4)
+  assert not any(
+    get(n).expected_unbiased(8, 4) for n in ("mean_std", "grpo", "rloo", "pass_at_k_training")
+  )
+  k_free = {n for n in estimators_lib.ESTIMATOR_NAMES if not get(n).uses_k}
+  assert k_free == {"grpo", "rloo", "max_minus_second"}
