@@ -1,0 +1,1 @@
+"""Tests of the best-of-n study (experiments/best_of_n)."""

@@ -1,0 +1,81 @@
+"""The ``python -m experiments.best_of_n`` binary end to end (subprocesses, tiny sizes)."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from experiments.best_of_n import study
+from tests import REPO_ROOT
+
+_TINY = [
+  "--n_max=20",
+  "--num_n=4",
+  "--uniform_sizes=5",
+  "--cherry_size=6",
+  "--cherry_eps=0.01",
+  "--dirichlet_alphas=0.5",
+  "--dirichlet_size=8",
+  "--num_mc_draws=3",
+  "--num_thresholds=3",
+  "--rr_max_tries=2",
+  "--nofloat64",
+]
+
+
+def _run(*args):
+  env = dict(os.environ, JAX_PLATFORMS="cpu")
+  return subprocess.run(
+    [sys.executable, "-m", "experiments.best_of_n", *args],
+    cwd=REPO_ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+
+
+def test_binary_writes_every_output(tmp_path):
+  proc = _run(f"--out_dir={tmp_path}", "--seed=1", *_TINY)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  names = {
+    "results.csv",
+    "config.json",
+    "summary.json",
+    "kl_vs_n_uniform.png",
+    "kl_vs_n_other.png",
+    "kl_gap.png",
+    "win_rate_vs_kl.png",
+  }
+  assert names <= set(os.listdir(tmp_path))
+  with open(tmp_path / "results.csv") as f:
+    rows = list(csv.DictReader(f))
+  assert tuple(rows[0]) == study.COLUMNS
+  refs = ["uniform_L5", "cherry_top", "cherry_staircase", "dirichlet_a0.5"]
+  # n grid [1, 3, 7, 20] per reference; 3 thresholds x try limits {none, 2}.
+  assert len(rows) == 4 * 4 + 2 * 3 * 4
+  assert sorted({r["reference"] for r in rows}) == sorted(refs)
+  assert {r["max_tries"] for r in rows if r["method"] == "rewind_repeat"} == {"none", "2"}
+  with open(tmp_path / "config.json") as f:
+    config = json.load(f)
+  assert config["num_mc_draws"] == 3 and config["uniform_sizes"] == ["5"]
+  with open(tmp_path / "summary.json") as f:
+    summary = json.load(f)
+  assert list(summary) == sorted(refs) and summary == json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize(
+  "flag, rule",
+  [("--num_mc_draws=0", "must be an integer >= 1"), ("--uniform_sizes=10,0", "has '0'")],
+)
+def test_bad_flag_exits_with_one_line_naming_it(tmp_path, flag, rule):
+  out_dir = tmp_path / "out"
+  proc = _run(f"--out_dir={out_dir}", flag)
+  assert proc.returncode != 0
+  errors = [line for line in proc.stderr.splitlines() if "Flags parsing error" in line]
+  name = flag.split("=")[0]
+  assert len(errors) == 1 and name in errors[0] and rule in errors[0], proc.stderr
+  assert not out_dir.exists()  # Nothing written.
