@@ -12,10 +12,12 @@ then timed with ``block_until_ready``; the table reports the median of
   and without it (the full prefix recomputed every step); tokens/s counts generated
   tokens. ``speedup`` is cached over uncached.
 
-On a GPU the table also gives the model FLOP utilisation (MFU): achieved FLOP/s
-(``model.flops_per_token``: 6 N + attention per trained token, 2 N + attention per
-sampled one; Kaplan et al. 2020) over the chip's peak (``--peak_tflops`` or a known
-device's bf16 dense peak).
+Everything runs on one device (the default one: the jitted functions get no
+sharding), so tokens/s are per device. On a GPU the table also gives the model FLOP
+utilisation (MFU): achieved FLOP/s (``model.flops_per_token``: 6 N + attention per
+trained token, 2 N + attention per sampled one; Kaplan et al. 2020) over one chip's
+peak (``--peak_tflops`` or a known device's bf16 dense peak), whatever the number of
+devices attached.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.lm import mfu as mfu_lib
 from experiments.lm import model as model_lib
 from experiments.lm import rl
 from experiments.lm import sampling
@@ -45,17 +48,6 @@ _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed calls per cell (median repo
 _UNCACHED = flags.DEFINE_bool("uncached", True, "Also time sampling without the KV cache.")
 _PEAK_TFLOPS = flags.DEFINE_float("peak_tflops", 0.0, "Peak TFLOP/s for MFU (0: by device).")
 
-_KNOWN_PEAK_TFLOPS = {
-  "h100": 989.0,
-  "h200": 989.0,
-  "a100": 312.0,
-  "l4": 121.0,
-  "v100": 125.0,
-  "tpu v4": 275.0,
-  "tpu v5 lite": 197.0,
-  "tpu v5p": 459.0,
-}
-
 
 def _time(fn, repeats: int) -> float:
   jax.block_until_ready(fn())  # Compile and warm up.
@@ -65,18 +57,6 @@ def _time(fn, repeats: int) -> float:
     jax.block_until_ready(fn())
     times.append(time.perf_counter() - start)
   return float(np.median(times))
-
-
-def _peak_flops() -> float | None:
-  if _PEAK_TFLOPS.value:
-    return _PEAK_TFLOPS.value * 1e12
-  if jax.default_backend() == "cpu":
-    return None
-  kind = jax.devices()[0].device_kind.lower()
-  for name, tflops in _KNOWN_PEAK_TFLOPS.items():
-    if name in kind:
-      return tflops * 1e12 * jax.device_count()
-  return None
 
 
 def main(argv):
@@ -93,7 +73,7 @@ def main(argv):
     dtype=_DTYPE.value,
   )
   graphdef, params = model_lib.create(cfg, seed=0)
-  peak = _peak_flops()
+  peak = mfu_lib.peak_flops(jax.devices()[0].device_kind, peak_tflops=_PEAK_TFLOPS.value)
   rng = np.random.default_rng(0)
   print(
     f"devices: {jax.devices()}  params: {model_lib.num_params(params):,}  batch: {batch}"
@@ -116,10 +96,12 @@ def main(argv):
 
     seconds = _time(train_step, _REPEATS.value)
     rate = batch * seq / seconds
-    mfu = 3 * model_lib.flops_per_token(cfg, seq) * rate / peak if peak else None
+    utilisation = (
+      mfu_lib.mfu(model_lib.flops_per_token(cfg, seq), rate, peak, train=True) if peak else None
+    )
     print(
       f"{'train':<16}{gen_len:>8}{seconds:>10.4f}{rate:>12,.0f}{'':>9}"
-      + (f"{mfu:>8.1%}" if peak else "")
+      + (f"{utilisation:>8.1%}" if utilisation is not None else "")
     )
     prompts = tokens[:, :prompt_len]
     rates = {}
@@ -131,10 +113,14 @@ def main(argv):
       rates[use_cache] = batch * gen_len / seconds
       name = "sample (cache)" if use_cache else "sample (no cache)"
       speedup = f"{rates[True] / rates[False]:>8.1f}x" if not use_cache else f"{'':>9}"
-      mfu = (model_lib.flops_per_token(cfg, seq) * rates[use_cache] / peak) if peak else None
+      utilisation = (
+        mfu_lib.mfu(model_lib.flops_per_token(cfg, seq), rates[use_cache], peak, train=False)
+        if peak
+        else None
+      )
       print(
         f"{name:<16}{gen_len:>8}{seconds:>10.4f}{rates[use_cache]:>12,.0f}{speedup}"
-        + (f"{mfu:>8.1%}" if peak else "")
+        + (f"{utilisation:>8.1%}" if utilisation is not None else "")
       )
 
 

@@ -40,11 +40,19 @@ def flag_values(module_names: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 def write_config(out_dir: str, config: Mapping[str, Any]) -> str:
-  """Writes ``config`` as pretty JSON to ``out_dir/config.json``; returns the path."""
+  """Writes ``config`` as pretty JSON to ``out_dir/config.json``; returns the path.
+
+  The file is written to a temporary name and renamed, so a killed run leaves either
+  the previous ``config.json`` or the new one, never a torn file.
+  """
   path = os.path.join(out_dir, "config.json")
-  with open(path, "w") as f:
+  tmp = path + ".tmp"
+  with open(tmp, "w") as f:
     json.dump(dict(config), f, indent=2, sort_keys=True, default=str)
     f.write("\n")
+    f.flush()
+    os.fsync(f.fileno())
+  os.replace(tmp, path)
   return path
 
 

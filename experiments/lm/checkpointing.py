@@ -14,11 +14,17 @@ logs none twice:
    Hence every committed checkpoint at position c has all records <= c on disk,
    complete, in order.
 2. On start: find the latest committed checkpoint position c (none: c = -inf),
-   rewrite the log keeping exactly the records with position <= c (to a temporary
-   file, then ``os.replace``, which is atomic), restore the state at c and resume
-   at the step after c. Dropped records (steps after c, a torn last line) are
-   recomputed; since training is a deterministic function of (config, seed,
-   step), they come out identical.
+   check that the log's leading records are exactly the ones the config logs up
+   to c, rewrite the log keeping those (to a temporary file, then ``os.replace``,
+   which is atomic), restore the state at c and resume at the step after c.
+   Dropped records (steps after c, a torn last line) are recomputed; since
+   training is a deterministic function of (config, seed, step), they come out
+   identical.
+
+A log that lacks records up to c (deleted, truncated, a damaged line) cannot be
+recomputed without redoing the checkpointed steps, so the run refuses to resume
+rather than finish with partial results; so it does for a step folder without
+Orbax's metadata (empty or damaged).
 
 By induction the file is strictly increasing in position after every restart, so
 no position appears twice; and every step <= c was logged before the checkpoint,
@@ -27,13 +33,17 @@ so none is lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import json
 import os
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+
+from experiments.lm import workdir as workdir_lib
+
+# Orbax writes this file into every step folder it commits.
+_METADATA_FILE = "_CHECKPOINT_METADATA"
 
 
 class MetricsLog:
@@ -56,22 +66,17 @@ class MetricsLog:
           break  # Only the last line can be torn; nothing valid follows it.
     return records
 
-  def truncate(self, keep: Callable[[dict[str, Any]], bool]) -> int:
-    """Atomically keeps the leading records for which ``keep`` holds; returns their count."""
-    kept = []
-    for record in self.read():
-      if not keep(record):
-        break
-      kept.append(record)
-    if self.writer:
-      tmp = self.path + ".tmp"
-      with open(tmp, "w") as f:
-        for record in kept:
-          f.write(json.dumps(record, sort_keys=True) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-      os.replace(tmp, self.path)
-    return len(kept)
+  def rewrite(self, records: list[dict[str, Any]]) -> None:
+    """Atomically replaces the log by ``records``."""
+    if not self.writer:
+      return
+    tmp = self.path + ".tmp"
+    with open(tmp, "w") as f:
+      for record in records:
+        f.write(json.dumps(record, sort_keys=True) + "\n")
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, self.path)
 
   def append(self, record: dict[str, Any]) -> None:
     if not self.writer:
@@ -95,8 +100,19 @@ class Checkpointer:
     )
     self.manager = ocp.CheckpointManager(directory, options=options)
 
+  def step_dir(self, step: int) -> str:
+    return os.path.join(self.directory, str(step))
+
   def latest_step(self) -> int | None:
-    return self.manager.latest_step()
+    """The latest committed step, or None; ``WorkdirError`` if its folder is damaged."""
+    step = self.manager.latest_step()
+    if step is not None and not os.path.isfile(os.path.join(self.step_dir(step), _METADATA_FILE)):
+      raise workdir_lib.WorkdirError(
+        f"Checkpoint folder {self.step_dir(step)} is empty or lacks Orbax's {_METADATA_FILE}; "
+        "it was not written by a finished save. Delete that folder to resume from the "
+        "previous checkpoint (or use a new --workdir)."
+      )
+    return step
 
   def save(self, step: int, state: Any) -> None:
     self.manager.save(step, args=ocp.args.StandardSave(state))
@@ -107,7 +123,14 @@ class Checkpointer:
     abstract = jax.tree.map(
       lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), like
     )
-    return self.manager.restore(step, args=ocp.args.StandardRestore(abstract))
+    try:
+      return self.manager.restore(step, args=ocp.args.StandardRestore(abstract))
+    except (OSError, ValueError, KeyError) as e:
+      raise workdir_lib.WorkdirError(
+        f"Checkpoint folder {self.step_dir(step)} cannot be restored ({type(e).__name__}: "
+        f"{str(e)[:200]}); delete it to resume from the previous checkpoint (or use a new "
+        "--workdir)."
+      ) from e
 
   def close(self) -> None:
     self.manager.close()

@@ -50,7 +50,7 @@ def sample_and_score(
   *,
   temperature: float,
   top_p: float,
-):
+) -> dict[str, np.ndarray]:
   """Samples n completions per prompt and scores them.
 
   Returns:
@@ -96,14 +96,15 @@ def evaluate(
   temperature: float = 1.0,
   top_p: float = 1.0,
   chunk_prompts: int = 0,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], np.ndarray]:
   """Evaluation metrics (JSON-ready) and the per-prompt ``solved`` vector.
 
   Args:
     chunk_prompts: sample at most this many prompts at a time (0: all at once).
 
   Returns:
-    ``(metrics, solved_P)``; metrics hold ``pass_at_k`` and ``max_at_k`` lists over
+    ``(metrics, solved_P)``, ``solved_P`` a boolean ``[P]`` host array (at least one
+    correct sample per prompt); metrics hold ``pass_at_k`` and ``max_at_k`` lists over
     k = 1..n, the mean token ``entropy`` of the policy along the samples and the
     mean completion ``length``.
   """

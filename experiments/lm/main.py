@@ -6,13 +6,15 @@ Usage:
       --config.rl.runs=max_at_k@1,max_at_k@8,grpo --workdir=/tmp/lm_default
 
 Running the same command again resumes from the last checkpoint in
-``WORKDIR/checkpoints`` (see experiments/lm/checkpointing.py).
+``WORKDIR/checkpoints`` (see experiments/lm/checkpointing.py). A workdir belongs to
+the config it was started with: a rerun with any config field changed stops with
+the fields that differ, and a second run on a workdir in use stops at once (see
+experiments/lm/workdir.py). A bad config value stops the run, naming the field,
+before anything is written.
 """
 
 from absl import app
 from absl import flags
-from absl import logging
-import jax
 from ml_collections import config_flags
 
 from experiments.lm import train
@@ -22,21 +24,16 @@ _CONFIG = config_flags.DEFINE_config_file(
 )
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output and checkpoint directory.", required=True)
 _DISTRIBUTED = flags.DEFINE_bool(
-  "distributed", False, "Call jax.distributed.initialize() first (multi-host runs)."
+  "distributed",
+  False,
+  "Call jax.distributed.initialize() first (multi-host runs); a no-op under launch.distributed.",
 )
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  if _DISTRIBUTED.value:
-    jax.distributed.initialize()
-  logging.info(
-    "JAX devices: %s (process %d of %d)", jax.devices(), jax.process_index(), jax.process_count()
-  )
-  rows = train.run(_CONFIG.value, _WORKDIR.value)
-  for row in rows:
-    logging.info("%s", row)
+  train.main(_CONFIG.value, _WORKDIR.value, distributed=_DISTRIBUTED.value)
 
 
 if __name__ == "__main__":

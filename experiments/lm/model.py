@@ -144,13 +144,13 @@ class Transformer(nnx.Module):
     length = tokens_BxT.shape[1]
     positions_T = start + jnp.arange(length)
     x_BxTxD = self.embed(tokens_BxT) + self.pos_embed(positions_T)[None]
-    new_cache = [] if cache is not None else None
+    new_cache: Cache = []
     for i, block in enumerate(self.blocks):
       x_BxTxD, layer_cache = block(x_BxTxD, None if cache is None else cache[i], start)
       if cache is not None:
         new_cache.append(layer_cache)
     logits_BxTxV = self.head(self.norm(x_BxTxD)).astype(jnp.float32)
-    return logits_BxTxV, new_cache
+    return logits_BxTxV, (None if cache is None else new_cache)
 
 
 def init_cache(cfg: ModelConfig, batch: int, length: int) -> Cache:

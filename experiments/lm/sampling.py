@@ -107,7 +107,7 @@ def generate(
   if use_cache:
     cache = model_lib.init_cache(cfg, batch, total)
     logits_BxLxV, cache = model(prompts_BxL, cache=cache, start=0)
-    state = (cache, logits_BxLxV[:, -1])
+    state: Any = (cache, logits_BxLxV[:, -1])
   else:
     buffer_BxT = jnp.concatenate(
       [prompts_BxL, jnp.full((batch, max_new), tasks.PAD_ID, jnp.int32)], axis=1

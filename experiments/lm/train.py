@@ -13,12 +13,19 @@ come from ``numpy.random.default_rng([seed, stage, step])`` and sampling keys fr
 run reproduces an uninterrupted one exactly. See ``checkpointing`` for the
 kill-safe resume protocol.
 
+Before anything is written the whole config is validated (``validation``) and the
+workdir is claimed (``workdir``): one writer at a time, and a workdir resumes only
+with the config it was started with. A run that cannot finish with complete
+results (a missing or damaged ``metrics.jsonl``, a damaged checkpoint folder)
+stops with a message instead.
+
 Outputs in ``workdir``: ``config.json``, ``metrics.jsonl``, ``results.csv`` (columns
 stage, method, k_opt, k_eval, pass_at_k, max_at_k) and ``pass_at_k.png``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import os
 import time
 from typing import Any
@@ -38,6 +45,8 @@ from experiments.lm import plotting
 from experiments.lm import rl
 from experiments.lm import sft
 from experiments.lm import tasks as tasks_lib
+from experiments.lm import validation
+from experiments.lm import workdir as workdir_lib
 import maxk
 
 _SFT_STREAM, _EVAL_STREAM, _RL_STREAM = 0, 1, 2
@@ -51,6 +60,60 @@ def _eval_fields(metrics: dict[str, Any]) -> dict[str, Any]:
   return {f"eval_{name}": value for name, value in metrics.items()}
 
 
+def sft_logged(config: ml_collections.ConfigDict, step: int) -> bool:
+  """Whether SFT step ``step`` appends a metrics record."""
+  return step % config.log_every == 0 or step == config.sft.steps
+
+
+def rl_evaluated(config: ml_collections.ConfigDict, step: int) -> bool:
+  """Whether RL step ``step`` runs the held-out evaluation (always the last step)."""
+  return step % config.eval.every == 0 or step == config.rl.steps
+
+
+def rl_logged(config: ml_collections.ConfigDict, step: int) -> bool:
+  """Whether RL step ``step`` appends a metrics record (every evaluated step does)."""
+  return step % config.log_every == 0 or step == config.rl.steps or rl_evaluated(config, step)
+
+
+def _key(record: dict[str, Any]) -> tuple[Any, Any, Any]:
+  return record.get("stage"), record.get("run", ""), record.get("step")
+
+
+def logged_keys(
+  config: ml_collections.ConfigDict,
+  run_names: Sequence[str],
+  position: tuple[int, int] | None,
+) -> list[tuple[str, str, int]]:
+  """(stage, run, step) of every record the config logs up to ``position``, in order.
+
+  Positions are (stage rank, step) with ranks sft = 0, base = 1, RL run i = 2 + i;
+  None (no checkpoint yet) gives no records.
+  """
+  if position is None:
+    return []
+  c = config
+  keyed = [(("sft", "", s), (0, s)) for s in range(1, c.sft.steps + 1) if sft_logged(c, s)]
+  keyed.append((("base", "", c.sft.steps), (1, c.sft.steps)))
+  for index, name in enumerate(run_names):
+    keyed.extend(
+      (("rl", name, s), (2 + index, s)) for s in range(1, c.rl.steps + 1) if rl_logged(c, s)
+    )
+  return [key for key, at in keyed if at <= position]
+
+
+def log_problem(
+  records: Sequence[dict[str, Any]], expected: Sequence[tuple[str, str, int]]
+) -> str | None:
+  """Why the leading records of a log are not exactly ``expected``; None if they are."""
+  found = [_key(r) for r in records[: len(expected)]]
+  if found == list(expected):
+    return None
+  bad = next((i for i, (f, e) in enumerate(zip(found, expected)) if f != e), len(found))
+  if bad == len(found):
+    return f"holds {len(found)} readable records where {len(expected)} were expected"
+  return f"has record {bad + 1} = {found[bad]}, expected {expected[bad]}"
+
+
 def method_label(config: ml_collections.ConfigDict, spec: rl.RunSpec) -> str:
   if spec.estimator == "max_at_k":
     return f"max_at_k/{config.rl.baseline}"
@@ -60,10 +123,10 @@ def method_label(config: ml_collections.ConfigDict, spec: rl.RunSpec) -> str:
 class Experiment:
   """Builds everything a run needs from its config (task, model, mesh, eval set)."""
 
-  def __init__(self, config: ml_collections.ConfigDict, workdir: str):
+  def __init__(self, config: ml_collections.ConfigDict, workdir: str, mesh: jax.sharding.Mesh):
+    """``config`` is validated and ``workdir`` claimed by ``run`` (the function)."""
     self.config = config
-    self.workdir = os.path.abspath(workdir)
-    os.makedirs(self.workdir, exist_ok=True)
+    self.workdir = workdir
     self.is_main = jax.process_index() == 0
     self.task = tasks_lib.make_task(config.task.name, **config.task.kwargs.to_dict())
     self.prompt_len = 1 + self.task.prompt_len  # BOS + prompt.
@@ -76,11 +139,9 @@ class Experiment:
       d_ff=config.model.d_ff,
       dtype=config.model.dtype,
     )
-    if config.rl.reward not in ("binary", "continuous"):
-      raise ValueError(f"rl.reward={config.rl.reward!r} must be 'binary' or 'continuous'.")
-    self.runs = rl.parse_runs(config.rl.runs, config.rl.n)
+    self.runs = rl.parse_runs(config.rl.runs, config.rl.n, num_steps=config.rl.steps)
     self.stages = ["sft", "base"] + [f"rl/{r.name}" for r in self.runs]
-    self.mesh = parallel.make_mesh(config.num_devices)
+    self.mesh = mesh
     self.eval_set = evaluation.make_eval_set(self.task, config.seed, config.eval.num_prompts)
     self.exclude = frozenset(self.eval_set.prompts)
     self.graphdef, params = model_lib.create(self.model_cfg, config.seed)
@@ -106,21 +167,38 @@ class Experiment:
       os.path.join(self.workdir, "metrics.jsonl"), writer=self.is_main
     )
     self.key = jax.random.key(config.seed)
-    self.rl_updates = {}  # UpdateSpec -> jitted update, shared by runs.
+    self.rl_updates: dict[rl.UpdateSpec, Any] = {}  # Jitted updates, shared by runs.
 
   # ------------------------------------------------------------------ positions
-
-  def rank(self, record: dict[str, Any]) -> int:
-    stage = record["stage"]
-    return self.stages.index(f"rl/{record['run']}" if stage == "rl" else stage)
 
   def resume_position(self) -> tuple[int, int] | None:
     """(stage rank, step) of the latest committed checkpoint, or None."""
     for rank in reversed(range(len(self.stages))):
       ckpt = self.checkpointers.get(self.stages[rank])
-      if ckpt is not None and ckpt.latest_step() is not None:
-        return rank, ckpt.latest_step()
+      step = None if ckpt is None else ckpt.latest_step()
+      if step is not None:
+        return rank, step
     return None
+
+  def records_to_keep(self, position: tuple[int, int] | None) -> list[dict[str, Any]]:
+    """The log's records up to ``position``; ``WorkdirError`` if any is missing.
+
+    Records after ``position`` are dropped (they are recomputed). A log that lacks
+    one up to ``position`` cannot be completed without redoing checkpointed steps.
+    """
+    expected = logged_keys(self.config, [r.name for r in self.runs], position)
+    records = self.log.read()
+    problem = log_problem(records, expected)
+    if problem is None:
+      return records[: len(expected)]
+    if not os.path.exists(self.log.path):
+      problem = "is missing"
+    where = f"{self.stages[position[0]]} step {position[1]}" if position else ""
+    raise workdir_lib.WorkdirError(
+      f"{self.log.path} {problem} (records up to the latest checkpoint, {where}), so the "
+      "results would be partial. To recompute everything, delete "
+      f"{os.path.join(self.workdir, 'checkpoints')} and the log (or use a new --workdir)."
+    )
 
   def evaluate(self, params, step: int):
     c = self.config.eval
@@ -148,7 +226,13 @@ class Experiment:
     )
     start = 0
     if position is not None:
-      start = position[1] if position[0] == 0 else ckpt.latest_step()
+      latest = position[1] if position[0] == 0 else ckpt.latest_step()
+      if latest is None:
+        raise workdir_lib.WorkdirError(
+          f"{ckpt.directory} holds no checkpoint, but the RL runs after it have some; "
+          "use a new --workdir."
+        )
+      start = latest
       state = ckpt.restore(start, state)
     params, opt_state = state["params"], state["opt_state"]
     update = sft.make_update(
@@ -161,7 +245,7 @@ class Experiment:
       params, opt_state, metrics = update(
         params, opt_state, parallel.put_rows(tokens, self.mesh), parallel.put_rows(mask, self.mesh)
       )
-      if step % self.config.log_every == 0 or step == c.steps:
+      if sft_logged(self.config, step):
         record = {"stage": "sft", "step": step, **_json(metrics)}
         self.log.append(record)
         logging.info(
@@ -262,12 +346,12 @@ class Experiment:
         "length": float(out["mask"].sum(-1).mean()),
         **_json(metrics),
       }
-      if step % self.config.eval.every == 0 or step == c.steps:
+      if rl_evaluated(self.config, step):
         eval_metrics, solved_now = self.evaluate(params, step)
         solved = solved | parallel.replicate(jnp.asarray(solved_now, jnp.int32), self.mesh)
         eval_metrics["cumulative_solve_rate"] = float(jnp.mean(solved))
         record.update(_eval_fields(eval_metrics))
-      if step % self.config.log_every == 0 or step == c.steps or "eval_pass_at_k" in record:
+      if rl_logged(self.config, step):
         self.log.append(record)
         logging.info(
           "rl %s step %d/%d reward %.3f (%.1fs)",
@@ -284,22 +368,24 @@ class Experiment:
 
   def run(self) -> list[dict[str, Any]]:
     """Runs (or resumes) every stage and writes the outputs; returns the result rows."""
-    if self.is_main:
-      outputs.write_config(
-        self.workdir,
-        {**self.config.to_dict(), "workdir": self.workdir, "num_devices_used": int(self.mesh.size)},
-      )
+    try:
+      return self._run()
+    finally:
+      for ckpt in self.checkpointers.values():
+        ckpt.close()
+
+  def _run(self) -> list[dict[str, Any]]:
     position = self.resume_position()
-    kept = self.log.truncate(
-      lambda r: position is not None and (self.rank(r), r["step"]) <= position
-    )
-    if position is not None:
-      logging.info(
-        "Resuming after %s step %d (%d metric records kept).",
-        self.stages[position[0]],
-        position[1],
-        kept,
-      )
+    if self.is_main:  # The only writer; other processes never read the log to resume.
+      kept = self.records_to_keep(position)
+      self.log.rewrite(kept)
+      if position is not None:
+        logging.info(
+          "Resuming after %s step %d (%d metric records kept).",
+          self.stages[position[0]],
+          position[1],
+          len(kept),
+        )
     sft_params = self.run_sft(position)
     if position is None or position[0] < 1:
       self.run_base_eval(sft_params)
@@ -307,25 +393,31 @@ class Experiment:
       if position is not None and position[0] > 2 + index:
         continue
       self.run_rl(index, spec, sft_params, position)
+    if not self.is_main:
+      return []  # Process 0 owns the log and writes the results.
     rows = result_rows(self.log.read(), self.config.eval.n, self.runs)
-    if self.is_main:
-      outputs.write_results_csv(self.workdir, rows)
-      plotting.plot_pass_at_k(rows, os.path.join(self.workdir, "pass_at_k.png"))
-    for ckpt in self.checkpointers.values():
-      ckpt.close()
+    outputs.write_results_csv(self.workdir, rows)
+    plotting.plot_pass_at_k(rows, os.path.join(self.workdir, "pass_at_k.png"))
     return rows
 
 
 def result_rows(
   records: list[dict[str, Any]], n_eval: int, runs: list[rl.RunSpec]
 ) -> list[dict[str, Any]]:
-  """results.csv rows: the base evaluation and each run's last evaluation, k = 1..n_eval."""
+  """results.csv rows: the base evaluation and each run's last evaluation, k = 1..n_eval.
+
+  Raises:
+    WorkdirError: if ``records`` lack the base evaluation or a run's last one.
+  """
   rows = []
   finals: dict[str, dict[str, Any]] = {}
   for record in records:
     if "eval_pass_at_k" not in record:
       continue
     finals["base" if record["stage"] == "base" else record["run"]] = record
+  missing = [name for name in ["base"] + [r.name for r in runs] if name not in finals]
+  if missing:
+    raise workdir_lib.WorkdirError(f"metrics.jsonl lacks the evaluation of {missing}.")
   labels = {r.name: r.k_label for r in runs}
   for name, record in finals.items():
     for k in range(1, n_eval + 1):
@@ -343,5 +435,45 @@ def result_rows(
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> list[dict[str, Any]]:
-  """Runs (or resumes) the experiment of ``config`` in ``workdir``; returns result rows."""
-  return Experiment(config, workdir).run()
+  """Runs (or resumes) the experiment of ``config`` in ``workdir``; returns the result
+  rows (process 0; the other processes of a multi-host run return none).
+
+  Raises:
+    validation.ConfigError: a bad config value (before anything is written).
+    workdir_lib.WorkdirError: the workdir is in use, holds another config, or its log
+      or a checkpoint is damaged.
+  """
+  validation.validate_config(config, device_count=jax.device_count())
+  mesh = parallel.make_mesh(config.num_devices)
+  record = {
+    **config.to_dict(),
+    "workdir": os.path.abspath(workdir),
+    "num_devices_used": int(mesh.size),
+  }
+  with workdir_lib.claim(workdir, record, writer=jax.process_index() == 0) as path:
+    return Experiment(config, path, mesh).run()
+
+
+def initialize_distributed(enabled: bool) -> None:
+  """``jax.distributed.initialize()`` unless disabled or already done.
+
+  ``python -m launch.distributed experiments.lm.main --distributed ...`` initialises
+  before this binary starts; a second call would raise.
+  """
+  if enabled and not jax.distributed.is_initialized():
+    jax.distributed.initialize()
+
+
+def main(config: ml_collections.ConfigDict, workdir: str, *, distributed: bool = False) -> None:
+  """The binary: ``run``, with a refused run (bad config, busy or mismatched workdir,
+  damaged log or checkpoint) ending the process with one error line and exit code 1."""
+  initialize_distributed(distributed)
+  logging.info(
+    "JAX devices: %s (process %d of %d)", jax.devices(), jax.process_index(), jax.process_count()
+  )
+  try:
+    rows = run(config, workdir)
+  except (validation.ConfigError, workdir_lib.WorkdirError) as e:
+    raise SystemExit(f"experiments.lm.main: {e}") from None
+  for row in rows:
+    logging.info("%s", row)

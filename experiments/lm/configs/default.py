@@ -1,4 +1,4 @@
-"""Default: base vs max@k with k_opt=1 vs k_opt=8 on countdown; ~10 minutes on 2 CPU cores.
+"""Default: base vs max@k with k_opt=1 vs k_opt=8 on countdown; ~6 minutes on 2 CPU cores.
 
 The warm start is deliberately short, so the base policy's pass@1 is well below
 its pass@16; the two RL runs see the same prompts and sampling keys.

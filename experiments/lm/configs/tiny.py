@@ -1,8 +1,9 @@
 """Tiny: end to end on 2 CPU cores in about a minute; ``tiny.py:micro`` is the tests' config.
 
-Usage: ``--config=experiments/lm/configs/tiny.py`` or ``--config=experiments/lm/configs/tiny.py:micro``
-(seconds: a smaller model, a few steps, every feature on: k annealing, two inner
-epochs, the KL penalty, checkpoints every two steps).
+Usage: ``--config=experiments/lm/configs/tiny.py`` or
+``--config=experiments/lm/configs/tiny.py:micro`` (seconds: a smaller model, a few
+steps, every feature on: k annealing, two inner epochs, the KL penalty, checkpoints
+every two steps).
 """
 
 import ml_collections

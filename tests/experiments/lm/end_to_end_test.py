@@ -7,13 +7,18 @@ sharing one persistent compilation cache, so only the first run pays for XLA.
 import csv
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
+from experiments.lm import train
+from experiments.lm import workdir as workdir_lib
+from experiments.lm.configs import tiny
 from tests import REPO_ROOT
 
 _ROOT = REPO_ROOT
@@ -101,7 +106,7 @@ def test_outputs(reference_run):
   assert [(r["run"], r["step"]) for r in rl] == [
     (run, s) for run in ("max_at_k_k2-3-1", "grpo") for s in range(1, 5)
   ]
-  assert [r["k_opt"] for r in rl[:4]] == [2, 2, 1, 1]  # k annealing.
+  assert [r["k_opt"] for r in rl[:4]] == [2, 2, 2, 1]  # "2:3:1": k=2 for 3 steps, then 1.
   assert all(0.0 <= r["eval_cumulative_solve_rate"] <= 1.0 for r in rl if "eval_pass_at_k" in r)
 
 
@@ -130,6 +135,112 @@ def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp
     open(os.path.join(reference_run, "results.csv")) as g,
   ):
     assert f.read() == g.read()
+
+
+def test_logged_keys_enumerate_the_log_of_a_finished_run(reference_run):
+  config = tiny.get_config("micro")
+  runs = ["max_at_k_k2-3-1", "grpo"]
+  keys = [(r["stage"], r.get("run", ""), r["step"]) for r in _records(reference_run)]
+  assert train.logged_keys(config, runs, (3, config.rl.steps)) == keys
+  assert train.logged_keys(config, runs, (0, 4)) == keys[:4]  # SFT steps 1..4.
+  assert train.logged_keys(config, runs, None) == []
+
+
+def _run(workdir, cache_dir, *overrides):
+  return subprocess.run(
+    _command(workdir, *overrides),
+    env=_env(cache_dir),
+    cwd=_ROOT,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+
+
+def _snapshot(path):
+  out = {}
+  for root, _, names in os.walk(path):
+    for name in names:
+      with open(os.path.join(root, name), "rb") as f:
+        out[os.path.relpath(os.path.join(root, name), path)] = f.read()
+  return out
+
+
+def test_rerun_is_a_noop_and_a_lost_log_is_refused(reference_run, cache_dir, tmp_path):
+  workdir = tmp_path / "copy"
+  shutil.copytree(reference_run, workdir)
+  before = _snapshot(workdir)
+  assert _run(workdir, cache_dir).returncode == 0  # Same config: nothing to do.
+  after = _snapshot(workdir)
+  for name in ("metrics.jsonl", "results.csv"):
+    assert after[name] == before[name], name
+  config_before, config_after = (json.loads(x["config.json"]) for x in (before, after))
+  assert config_after.pop("workdir") == str(workdir)  # A moved workdir resumes.
+  config_before.pop("workdir")
+  assert config_after == config_before
+  # Deleting metrics.jsonl once gave 16 of 48 rows and exit 0.
+  os.remove(workdir / "metrics.jsonl")
+  os.remove(workdir / "results.csv")
+  proc = _run(workdir, cache_dir)
+  assert proc.returncode != 0
+  assert "metrics.jsonl is missing" in proc.stderr.strip().splitlines()[-1]
+  assert not os.path.exists(workdir / "results.csv")
+  assert not os.path.exists(workdir / "metrics.jsonl")
+
+
+def test_another_config_on_a_finished_workdir_is_refused(reference_run, cache_dir):
+  before = _snapshot(reference_run)
+  proc = _run(reference_run, cache_dir, "--config.seed=1")
+  assert proc.returncode != 0
+  last = proc.stderr.strip().splitlines()[-1]
+  assert "seed: 0 -> 1" in last and "use a new --workdir" in last
+  assert _snapshot(reference_run) == before
+
+
+# eval.n=0 runs under launch.distributed below; the unit tests cover every field.
+@pytest.mark.parametrize("override", ["rl.prompts_per_step=0", "rl.steps=-1"])
+def test_bad_config_value_exits_naming_the_field(override, cache_dir, tmp_path):
+  proc = _run(tmp_path / "w", cache_dir, f"--config.{override}")
+  assert proc.returncode != 0
+  field = override.split("=")[0]
+  assert f"config.{field}=" in proc.stderr.strip().splitlines()[-1]
+  assert not os.path.exists(tmp_path / "w")
+
+
+def test_second_run_on_a_live_workdir_exits_at_once(cache_dir, tmp_path):
+  path = str(tmp_path / "w")
+  os.makedirs(path)
+  with workdir_lib.lock(path):
+    proc = _run(path, cache_dir)
+  assert proc.returncode != 0
+  assert f"in use by another run (pid {os.getpid()}" in proc.stderr.strip().splitlines()[-1]
+  assert sorted(os.listdir(path)) == [workdir_lib.LOCK_FILE]
+
+
+def test_distributed_flag_under_launch_distributed_initialises_once(cache_dir, tmp_path):
+  """launch.distributed initialises JAX's runtime first; --distributed must not again."""
+  with socket.socket() as sock:
+    sock.bind(("localhost", 0))
+    port = sock.getsockname()[1]
+  env = _env(
+    cache_dir,
+    MAXK_COORDINATOR_ADDRESS=f"localhost:{port}",
+    MAXK_NUM_PROCESSES="1",
+    MAXK_PROCESS_ID="0",
+  )
+  # A bad value ends the run right after initialisation, with the config's message.
+  command = _command(tmp_path / "w", "--distributed", "--config.eval.n=0")
+  proc = subprocess.run(
+    [sys.executable, "-m", "launch.distributed", *command[2:]],
+    env=env,
+    cwd=_ROOT,
+    capture_output=True,
+    text=True,
+    timeout=120,
+  )
+  assert proc.returncode != 0
+  assert "config.eval.n=0" in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]
+  assert not os.path.exists(tmp_path / "w")
 
 
 _SHARDED_SCRIPT = """

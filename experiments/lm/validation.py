@@ -1,0 +1,165 @@
+"""Up-front validation of an LM experiment config: one error naming the first bad field.
+
+``validate_config`` runs before the experiment touches its workdir, so a bad value
+(``--config.eval.n=0``, ``--config.rl.steps=-1``, a NaN learning rate, an unknown
+estimator, a batch that does not divide over the devices) stops the run before it
+writes anything, instead of failing after the warm start or, worse, finishing with
+partial results.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import ml_collections
+
+from experiments.lm import rl
+from experiments.lm import tasks as tasks_lib
+
+DTYPES = ("float32", "bfloat16", "float16")
+REWARDS = ("binary", "continuous")
+
+
+class ConfigError(ValueError):
+  """A config field holds a value the experiment cannot run with."""
+
+
+def _value(config: ml_collections.ConfigDict, field: str) -> Any:
+  node: Any = config
+  for part in field.split("."):
+    try:
+      node = node[part]
+    except (KeyError, TypeError, AttributeError):
+      raise ConfigError(f"config.{field} is missing.") from None
+  return node
+
+
+def _integer(config: ml_collections.ConfigDict, field: str, minimum: int) -> int:
+  value = _value(config, field)
+  if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+    raise ConfigError(f"config.{field}={value!r} must be an integer >= {minimum}.")
+  return int(value)
+
+
+def _real(
+  config: ml_collections.ConfigDict,
+  field: str,
+  *,
+  above: float | None = None,
+  at_least: float | None = None,
+  at_most: float | None = None,
+) -> float:
+  """A finite real number in the given bounds (``above`` is strict)."""
+  value = _value(config, field)
+  number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
+  ok = (
+    number is not None
+    and math.isfinite(number)
+    and (above is None or number > above)
+    and (at_least is None or number >= at_least)
+    and (at_most is None or number <= at_most)
+  )
+  if number is None or not ok:
+    bounds = ((">", above), (">=", at_least), ("<=", at_most))
+    wanted = " and ".join(f"{op} {bound}" for op, bound in bounds if bound is not None)
+    raise ConfigError(f"config.{field}={value!r} must be a finite number {wanted}.")
+  return number
+
+
+def _choice(config: ml_collections.ConfigDict, field: str, choices) -> str:
+  value = _value(config, field)
+  if value not in choices:
+    raise ConfigError(f"config.{field}={value!r} must be one of {tuple(choices)}.")
+  return value
+
+
+def _check_divides(field: str, rows: int, num_devices: int) -> None:
+  if rows % num_devices:
+    raise ConfigError(
+      f"{field} gives batches of {rows} rows, which do not divide over {num_devices} devices."
+    )
+
+
+def validate_config(config: ml_collections.ConfigDict, *, device_count: int | None = None) -> None:
+  """Checks every field of an LM experiment config (layout: ``configs/tiny.py``).
+
+  Args:
+    config: the experiment config.
+    device_count: devices available to the run; when given, ``num_devices`` must not
+      exceed it and every batch (SFT rows, RL rows ``prompts_per_step * n``, each
+      evaluation chunk's ``prompts * eval.n``) must divide over the mesh.
+
+  Raises:
+    ConfigError: naming the first field (``config.rl.steps``, ...) whose value is
+      missing, of the wrong type, non-finite or out of range.
+  """
+  _integer(config, "seed", 0)
+  num_devices = _integer(config, "num_devices", 0)
+
+  name = _choice(config, "task.name", sorted(tasks_lib.TASKS))
+  kwargs = _value(config, "task.kwargs")
+  try:
+    tasks_lib.make_task(name, **dict(kwargs))
+  except (TypeError, ValueError) as e:
+    raise ConfigError(f"config.task.kwargs={dict(kwargs)!r} for task {name!r}: {e}") from None
+
+  d_model = _integer(config, "model.d_model", 1)
+  num_heads = _integer(config, "model.num_heads", 1)
+  if d_model % num_heads:
+    raise ConfigError(f"config.model.d_model={d_model} must be divisible by num_heads={num_heads}.")
+  _integer(config, "model.num_layers", 1)
+  _integer(config, "model.d_ff", 1)
+  _choice(config, "model.dtype", DTYPES)
+
+  _integer(config, "sft.steps", 0)  # 0: RL starts from the initial parameters.
+  sft_batch = _integer(config, "sft.batch_size", 1)
+  _real(config, "sft.learning_rate", above=0.0)
+  _integer(config, "sft.warmup_steps", 0)
+  _real(config, "sft.weight_decay", at_least=0.0)
+  _real(config, "sft.max_grad_norm", above=0.0)
+
+  _choice(config, "rl.baseline", rl.BASELINES)
+  _choice(config, "rl.reward", REWARDS)
+  rl_steps = _integer(config, "rl.steps", 1)
+  prompts_per_step = _integer(config, "rl.prompts_per_step", 1)
+  n = _integer(config, "rl.n", 1)
+  runs = _value(config, "rl.runs")
+  if not isinstance(runs, str):
+    raise ConfigError(f"config.rl.runs={runs!r} must be a string such as 'max_at_k@4,grpo'.")
+  try:
+    rl.parse_runs(runs, n, num_steps=rl_steps)
+  except ValueError as e:
+    raise ConfigError(f"config.rl.runs={runs!r}: {e}") from None
+  _real(config, "rl.learning_rate", above=0.0)
+  _integer(config, "rl.warmup_steps", 0)
+  _real(config, "rl.max_grad_norm", above=0.0)
+  _integer(config, "rl.inner_epochs", 1)
+  _choice(config, "rl.off_policy", rl.OFF_POLICY)
+  _real(config, "rl.clip_eps", above=0.0)
+  _real(config, "rl.kl_coef", at_least=0.0)
+  _real(config, "rl.temperature", above=0.0)
+  _real(config, "rl.top_p", above=0.0, at_most=1.0)
+
+  num_prompts = _integer(config, "eval.num_prompts", 1)
+  n_eval = _integer(config, "eval.n", 1)
+  _integer(config, "eval.every", 1)
+  _real(config, "eval.temperature", above=0.0)
+  _real(config, "eval.top_p", above=0.0, at_most=1.0)
+  chunk = _integer(config, "eval.chunk_prompts", 0) or num_prompts
+
+  _integer(config, "log_every", 1)
+  _integer(config, "checkpoint_every", 1)
+
+  if device_count is not None:
+    if num_devices > device_count:
+      raise ConfigError(
+        f"config.num_devices={num_devices} exceeds the {device_count} devices available."
+      )
+    mesh = num_devices or device_count
+    _check_divides("config.sft.batch_size", sft_batch, mesh)
+    _check_divides("config.rl.prompts_per_step * config.rl.n", prompts_per_step * n, mesh)
+    for start in range(0, num_prompts, chunk):
+      rows = min(chunk, num_prompts - start) * n_eval
+      _check_divides("config.eval.num_prompts (or chunk_prompts) * config.eval.n", rows, mesh)

@@ -1,0 +1,74 @@
+"""Tests of experiments.lm.train's guards: log checks, result completeness, distributed init."""
+
+import jax
+import pytest
+
+from experiments.lm import rl
+from experiments.lm import train
+from experiments.lm import workdir
+from experiments.lm.configs import tiny
+
+
+def _records(keys):
+  return [{"stage": stage, "run": run, "step": step} for stage, run, step in keys]
+
+
+def test_log_problem():
+  expected = [("sft", "", 1), ("sft", "", 2), ("base", "", 2)]
+  assert train.log_problem(_records(expected), expected) is None
+  # Records after the checkpoint are dropped, not a problem.
+  assert train.log_problem(_records(expected + [("rl", "grpo", 1)]), expected) is None
+  assert train.log_problem([], []) is None
+  assert "holds 0 readable records where 3" in train.log_problem([], expected)
+  assert "holds 2 readable records where 3" in train.log_problem(_records(expected[:2]), expected)
+  damaged = _records([expected[0], expected[2]])  # A lost line in the middle.
+  assert "has record 2 = ('base', '', 2), expected ('sft', '', 2)" in train.log_problem(
+    damaged, expected
+  )
+
+
+def test_logging_schedule():
+  config = tiny.get_config("micro")
+  config.log_every = 3
+  config.eval.every = 2
+  assert [s for s in range(1, 7) if train.sft_logged(config, s)] == [3, 6]
+  assert [s for s in range(1, 5) if train.rl_evaluated(config, s)] == [2, 4]
+  assert [s for s in range(1, 5) if train.rl_logged(config, s)] == [2, 3, 4]
+  keys = train.logged_keys(config, ["a", "b"], (3, 2))
+  assert keys == [
+    ("sft", "", 3),
+    ("sft", "", 6),
+    ("base", "", 6),
+    ("rl", "a", 2),
+    ("rl", "a", 3),
+    ("rl", "a", 4),
+    ("rl", "b", 2),
+  ]
+
+
+def test_result_rows_refuse_a_missing_final_evaluation():
+  runs = rl.parse_runs("max_at_k@2,grpo", 2)
+  base = {
+    "stage": "base",
+    "method": "base",
+    "eval_pass_at_k": [0.1, 0.2],
+    "eval_max_at_k": [0.3, 0.4],
+  }
+  grpo = {**base, "stage": "rl", "run": "grpo", "method": "grpo"}
+  with pytest.raises(workdir.WorkdirError, match=r"lacks the evaluation of \['max_at_k_k2'\]"):
+    train.result_rows([base, grpo], 2, runs)
+  full = {**grpo, "run": "max_at_k_k2", "method": "max_at_k/loo_minus_one"}
+  assert len(train.result_rows([base, grpo, full], 2, runs)) == 6
+
+
+def test_initialize_distributed_is_idempotent(monkeypatch):
+  calls = []
+  monkeypatch.setattr(jax.distributed, "initialize", lambda: calls.append(1))
+  monkeypatch.setattr(jax.distributed, "is_initialized", lambda: True)  # launch.distributed did.
+  train.initialize_distributed(True)
+  assert calls == []
+  monkeypatch.setattr(jax.distributed, "is_initialized", lambda: False)
+  train.initialize_distributed(False)
+  assert calls == []
+  train.initialize_distributed(True)
+  assert calls == [1]

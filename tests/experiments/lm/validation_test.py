@@ -1,0 +1,142 @@
+"""Tests of experiments.lm.validation: every bad config value is named, good configs pass."""
+
+import math
+
+import pytest
+
+from experiments.lm import validation
+from experiments.lm.configs import default
+from experiments.lm.configs import paper
+from experiments.lm.configs import tiny
+
+
+def _config(**overrides):
+  config = tiny.get_config("micro")
+  for field, value in overrides.items():
+    node = config
+    *parents, name = field.split(".")
+    for parent in parents:
+      node = node[parent]
+    with node.ignore_type():
+      node[name] = value
+  return config
+
+
+@pytest.mark.parametrize(
+  "config", [tiny.get_config(), tiny.get_config("micro"), default.get_config(), paper.get_config()]
+)
+def test_shipped_configs_are_valid(config):
+  validation.validate_config(config)
+  validation.validate_config(config, device_count=1)
+
+
+# Integer fields: counts >= 1, step counts and seeds >= 0; bools and floats are not ints.
+@pytest.mark.parametrize(
+  "field, value",
+  [
+    ("eval.n", 0),
+    ("eval.num_prompts", 0),
+    ("eval.every", 0),
+    ("eval.chunk_prompts", -1),
+    ("rl.prompts_per_step", 0),
+    ("rl.steps", -1),
+    ("rl.steps", 0),
+    ("rl.n", 0),
+    ("rl.inner_epochs", 0),
+    ("rl.warmup_steps", -1),
+    ("sft.steps", -1),
+    ("sft.batch_size", 0),
+    ("model.d_model", 0),
+    ("model.num_layers", 0),
+    ("log_every", 0),
+    ("checkpoint_every", 0),
+    ("seed", -1),
+    ("num_devices", -1),
+    ("rl.steps", 2.5),
+    ("rl.steps", True),
+  ],
+)
+def test_bad_integer_fields_are_named(field, value):
+  with pytest.raises(validation.ConfigError, match=rf"config\.{field}="):
+    validation.validate_config(_config(**{field: value}))
+
+
+# Real fields: finite, in range.
+@pytest.mark.parametrize(
+  "field, value",
+  [
+    ("rl.learning_rate", math.nan),
+    ("rl.learning_rate", math.inf),
+    ("rl.learning_rate", 0.0),
+    ("sft.learning_rate", -1e-3),
+    ("sft.learning_rate", math.nan),
+    ("sft.weight_decay", -0.1),
+    ("sft.max_grad_norm", 0.0),
+    ("rl.max_grad_norm", math.inf),
+    ("rl.clip_eps", 0.0),
+    ("rl.kl_coef", -0.01),
+    ("rl.kl_coef", math.nan),
+    ("rl.temperature", 0.0),
+    ("rl.top_p", 1.5),
+    ("eval.top_p", 0.0),
+    ("eval.temperature", -math.inf),
+    ("rl.learning_rate", "fast"),
+  ],
+)
+def test_bad_real_fields_are_named(field, value):
+  with pytest.raises(validation.ConfigError, match=rf"config\.{field}=.*finite number"):
+    validation.validate_config(_config(**{field: value}))
+
+
+# Choices and strings parsed by the experiment.
+@pytest.mark.parametrize(
+  "field, value",
+  [
+    ("rl.reward", "graded"),
+    ("rl.baseline", "loo_plus_one"),
+    ("rl.off_policy", "importance"),
+    ("model.dtype", "int8"),
+    ("task.name", "chess"),
+    ("rl.runs", "max_at_k@9"),  # k > n = 4.
+    ("rl.runs", "max_at_k@2:9:1"),  # Switches after the last of 4 steps.
+    ("rl.runs", "reinforce"),
+    ("rl.runs", ""),
+    ("rl.runs", 3),
+  ],
+)
+def test_bad_choices_are_named(field, value):
+  with pytest.raises(validation.ConfigError, match=rf"config\.{field}="):
+    validation.validate_config(_config(**{field: value}))
+
+
+def test_cross_field_checks():
+  with pytest.raises(validation.ConfigError, match=r"config\.model\.d_model=.*num_heads"):
+    validation.validate_config(_config(**{"model.d_model": 30, "model.num_heads": 4}))
+  with pytest.raises(validation.ConfigError, match=r"config\.task\.kwargs="):
+    validation.validate_config(_config(**{"task.kwargs": {"num_digits": 2, "colour": "red"}}))
+
+
+def test_missing_field_is_named():
+  config = _config()
+  del config.eval["every"]
+  with pytest.raises(validation.ConfigError, match=r"config\.eval\.every is missing"):
+    validation.validate_config(config)
+
+
+def test_devices_must_exist_and_divide_every_batch():
+  config = _config()  # sft 16 rows, rl 4 x 4, eval 4 x 4.
+  validation.validate_config(config, device_count=4)
+  with pytest.raises(validation.ConfigError, match=r"config\.num_devices=8 exceeds"):
+    validation.validate_config(_config(num_devices=8), device_count=4)
+  with pytest.raises(
+    validation.ConfigError, match=r"config\.sft\.batch_size gives batches of 12 rows"
+  ):
+    validation.validate_config(_config(**{"sft.batch_size": 12}), device_count=8)
+  with pytest.raises(validation.ConfigError, match=r"config\.rl\.prompts_per_step"):
+    validation.validate_config(_config(**{"rl.prompts_per_step": 3}), device_count=8)
+  # Chunks of 4 and 6 - 4 = 2 prompts: 8 and 4 rows; 4 do not divide over 8 devices.
+  eval_chunks = {"eval.num_prompts": 6, "eval.chunk_prompts": 4, "eval.n": 2, "sft.batch_size": 8}
+  with pytest.raises(validation.ConfigError, match=r"config\.eval\.num_prompts"):
+    validation.validate_config(_config(**eval_chunks), device_count=8)
+  # An explicit mesh smaller than the machine is what must divide the batches.
+  validation.validate_config(_config(**{"sft.batch_size": 12, "num_devices": 4}), device_count=8)

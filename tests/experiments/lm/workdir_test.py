@@ -1,0 +1,130 @@
+"""Tests of experiments.lm.workdir: one config per workdir, one writer, no stale lock."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from experiments.lm import workdir
+from tests import REPO_ROOT
+
+_RECORD = {"seed": 0, "rl": {"learning_rate": 1e-3, "runs": "grpo"}, "workdir": "/a", "x": [1, 2]}
+
+
+def _with(record, **changes):
+  out = json.loads(json.dumps(record))
+  for field, value in changes.items():
+    node = out
+    *parents, name = field.split(".")
+    for parent in parents:
+      node = node[parent]
+    node[name] = value
+  return out
+
+
+def _snapshot(path):
+  """Every file under ``path`` with its size and modification time."""
+  return {
+    os.path.join(root, name): (
+      os.stat(os.path.join(root, name)).st_size,
+      os.stat(os.path.join(root, name)).st_mtime_ns,
+    )
+    for root, _, names in os.walk(path)
+    for name in names
+  }
+
+
+def test_config_differences_name_dotted_fields():
+  assert workdir.config_differences(_RECORD, _with(_RECORD)) == []
+  assert workdir.config_differences(_RECORD, _with(_RECORD, workdir="/moved")) == []
+  changed = _with(_RECORD, seed=1, **{"rl.learning_rate": 3e-4})
+  assert workdir.config_differences(_RECORD, changed) == [
+    "rl.learning_rate: 0.001 -> 0.0003",
+    "seed: 0 -> 1",
+  ]
+  added = _with(_RECORD, **{"rl.kl_coef": 0.1})
+  assert workdir.config_differences(_RECORD, added) == ["rl.kl_coef (only in the new config)"]
+  assert workdir.config_differences(added, _RECORD) == ["rl.kl_coef (only in the workdir's config)"]
+
+
+def test_claim_writes_config_and_resumes_with_the_same_one(tmp_path):
+  path = str(tmp_path / "w")
+  with workdir.claim(path, _RECORD) as claimed:
+    assert claimed == path
+    with open(os.path.join(path, "config.json")) as f:
+      assert json.load(f) == _RECORD
+  with workdir.claim(path, _with(_RECORD, workdir="/moved")):  # Only the path may differ.
+    pass
+
+
+def test_claim_refuses_another_config_before_writing(tmp_path):
+  path = str(tmp_path / "w")
+  with workdir.claim(path, _RECORD):
+    pass
+  os.makedirs(os.path.join(path, "checkpoints"))
+  before = _snapshot(path)
+  with pytest.raises(
+    workdir.WorkdirError, match=r"rl\.learning_rate: 0\.001 -> 0\.01; seed: 0 -> 1"
+  ):
+    with workdir.claim(path, _with(_RECORD, seed=1, **{"rl.learning_rate": 0.01})):
+      pytest.fail("claimed a workdir of another config")
+  assert _snapshot(path) == before
+
+
+def test_claim_refuses_leftovers_without_config_and_a_damaged_config(tmp_path):
+  path = tmp_path / "w"
+  (path / "checkpoints").mkdir(parents=True)
+  with pytest.raises(workdir.WorkdirError, match="checkpoints but no config.json"):
+    with workdir.claim(str(path), _RECORD):
+      pass
+  (path / "config.json").write_text('{"seed": ')
+  with pytest.raises(workdir.WorkdirError, match="config.json cannot be read"):
+    with workdir.claim(str(path), _RECORD):
+      pass
+
+
+def test_non_writers_neither_check_nor_write(tmp_path):
+  path = str(tmp_path / "w")
+  with workdir.claim(path, _RECORD, writer=False) as claimed:
+    assert claimed == path
+  assert not os.path.exists(path)
+
+
+_HOLDER = """
+import sys, time
+from experiments.lm import workdir
+with workdir.lock(sys.argv[1]):
+  print("locked", flush=True)
+  time.sleep(600)
+"""
+
+
+def test_lock_is_exclusive_and_dies_with_its_holder(tmp_path):
+  path = str(tmp_path)
+  holder = subprocess.Popen(
+    [sys.executable, "-c", _HOLDER, path],
+    cwd=REPO_ROOT,
+    env=dict(os.environ, PYTHONPATH=REPO_ROOT),
+    stdout=subprocess.PIPE,
+    text=True,
+  )
+  try:
+    assert holder.stdout.readline().strip() == "locked"
+    start = time.monotonic()
+    with pytest.raises(workdir.WorkdirError, match=rf"in use by another run \(pid {holder.pid}"):
+      with workdir.lock(path):
+        pytest.fail("two holders of one lock")
+    assert time.monotonic() - start < 5  # Fails at once, does not wait.
+  finally:
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    holder.stdout.close()
+  with workdir.lock(path):  # No stale lock after kill -9.
+    with open(os.path.join(path, workdir.LOCK_FILE)) as f:
+      assert f.read().strip() == str(os.getpid())
+  with workdir.lock(path):  # Released on exit from the block.
+    pass
