@@ -15,9 +15,6 @@ studies) would all write the same files: on processes other than 0, ``--out_dir=
 is rewritten to ``X/process_<i>`` so that ``X`` holds process 0's outputs only.
 ``--workdir`` (experiments.lm.main, which shards its work and checkpoints
 collectively) is passed unchanged.
-
-Binaries may instead call :func:`maybe_initialize` at the top of ``main`` (it reads
-``MAXK_DISTRIBUTED=1``); calling it after this module already did is a no-op.
 """
 
 from __future__ import annotations
@@ -47,13 +44,6 @@ def initialize() -> None:
   else:
     jax.distributed.initialize()
   _initialized = True
-
-
-def maybe_initialize() -> bool:
-  """Initialises when ``MAXK_DISTRIBUTED=1``; returns whether JAX is distributed."""
-  if os.environ.get("MAXK_DISTRIBUTED") == "1":
-    initialize()
-  return _initialized
 
 
 def process_args(args: Sequence[str], process_index: int) -> list[str]:

@@ -9,9 +9,10 @@ Usage:
       --nodes=2 --gpus_per_node=4 --partition=gpu --time=04:00:00 \
       --setup='source .venv/bin/activate'            # add --submit to call sbatch
 
-Runs whose output folder already has ``results.csv`` exit at once (resubmitting resumes
-the sweep). Afterwards gather with
-``python -m launch.local --sweep=... --out_root=... --gather_only``.
+A run whose folder holds the finished run of the same binary and flags exits at once
+(resubmitting resumes the sweep); a folder holding a run of other flags, or results of
+unknown flags, stops the task with a message (``launch_identity.txt`` records them).
+Afterwards gather with ``python -m launch.local --sweep=... --out_root=... --gather_only``.
 """
 
 from __future__ import annotations
@@ -98,12 +99,12 @@ def make_script(
   lines.append("OUT_DIRS=(")
   lines += [f"  {shlex.quote(r.out_dir)}" for r in runs]
   lines.append(")")
+  lines.append("IDENTITIES=(")
+  lines += [f"  {shlex.quote(sweep_lib.identity(r))}" for r in runs]
+  lines.append(")")
   lines += [
     'i="${SLURM_ARRAY_TASK_ID}"',
-    'if [ -f "${OUT_DIRS[$i]}/results.csv" ]; then',
-    '  echo "run $i already finished: ${OUT_DIRS[$i]}"; exit 0',
-    "fi",
-    'mkdir -p "${OUT_DIRS[$i]}"',
+    sweep_lib.shell_guard('"${IDENTITIES[$i]}"', '"${OUT_DIRS[$i]}"', "run $i"),
     "# jax.distributed coordinator: the first node of this array task.",
     'export MAXK_COORDINATOR_ADDRESS="$(scontrol show hostnames "$SLURM_JOB_NODELIST" '
     f'| head -n 1):$(( {port} + i % 1000 ))"',

@@ -59,6 +59,40 @@ class Run:
     return " ".join(shlex.quote(a) for a in self.command(python, distributed=distributed))
 
 
+# The record that a cluster script (SLURM, TPU) leaves in each run's folder: the
+# binary and every flag but the output folder. A folder is reused only by the
+# same record, so a changed flag can never count as "already finished".
+IDENTITY_FILE = "launch_identity.txt"
+
+
+def identity(run: Run) -> str:
+  """One line naming ``run``'s binary and every flag except its output folder."""
+  return shlex.join([run.binary, *(f"--{k}={v}" for k, v in run.flags)])
+
+
+def shell_guard(identity_expr: str, dir_expr: str, label: str) -> str:
+  """Bash that decides whether a run may start in its folder.
+
+  ``identity_expr`` and ``dir_expr`` are bash expressions (quoted words or
+  variable expansions) for :func:`identity` and the output folder. The snippet
+  exits 1 with a message when the folder holds a run of another identity, or
+  results of an unknown one; exits 0 ("already finished") when it holds the
+  finished run of the same identity; otherwise records the identity and falls
+  through to the run. A failed run of other flags must be removed by hand.
+  """
+  record = f"{dir_expr}/{IDENTITY_FILE}"
+  return (
+    f'if [ -f {record} ] && [ "$(cat {record})" != {identity_expr} ]; then '
+    f'echo "{label}: {dir_expr} holds a run of other flags: $(cat {record}); '
+    'use another --out_root or remove the folder" >&2; exit 1; fi; '
+    f"if [ -f {dir_expr}/results.csv ]; then "
+    f'if [ -f {record} ]; then echo "{label} already finished: {dir_expr}"; exit 0; fi; '
+    f'echo "{label}: {dir_expr} holds results.csv of unknown flags; remove the folder to '
+    'rerun it" >&2; exit 1; fi; '
+    f"mkdir -p {dir_expr} && printf %s {identity_expr} > {record}"
+  )
+
+
 def _value(v: Any) -> str:
   if isinstance(v, bool):
     return "true" if v else "false"

@@ -41,16 +41,15 @@ _EXECUTE = flags.DEFINE_bool("execute", False, "Run the script after writing it.
 def remote_command(
   run: sweep_lib.Run, *, repo_dir: str, setup: str = "", python: str = "python"
 ) -> str:
-  """The shell line each worker runs for ``run`` (skips a finished run)."""
+  """The shell line each worker runs for ``run`` (see :func:`launch.sweep.shell_guard`)."""
   parts = [f"cd {repo_dir}"]
   if setup:
     parts.append(setup)
   parts.append("export MAXK_DISTRIBUTED=1")
-  done = shlex.quote(os.path.join(run.out_dir, "results.csv"))
-  parts.append(
-    f"if [ -f {done} ]; then echo 'already finished: {run.name}'; "
-    f"else {run.shell(python, distributed=True)}; fi"
+  guard = sweep_lib.shell_guard(
+    shlex.quote(sweep_lib.identity(run)), shlex.quote(run.out_dir), run.name
   )
+  parts.append(f"( {guard}; {run.shell(python, distributed=True)} )")
   return " && ".join(parts)
 
 

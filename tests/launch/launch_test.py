@@ -3,14 +3,18 @@
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
+from launch import cpus
 from launch import distributed
 from launch import local
+from launch import processes
 from launch import slurm
 from launch import sweep
 from launch import tpu
@@ -19,21 +23,26 @@ from tests import REPO_ROOT
 _ROOT = REPO_ROOT
 
 # A stand-in binary (no JAX: starts in milliseconds) with the binaries' contract:
-# --out_dir, results.csv with a header row, config.json; fails when asked to.
+# --out_dir, results.csv with a header row, config.json; fails when asked to. It writes
+# its pid first and sleeps when asked to, and reports the cores it may run on.
 _FAKE_BINARY = textwrap.dedent("""\
-    import json, os, sys
+    import json, os, sys, time
     args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
-    if args.get("fail") == "1":
-        sys.exit(3)
     os.makedirs(args["out_dir"], exist_ok=True)
+    with open(os.path.join(args["out_dir"], "pid.txt"), "w") as f:
+        f.write(str(os.getpid()))
     with open(os.path.join(args["out_dir"], "calls.txt"), "a") as f:
         f.write("called\\n")
+    time.sleep(float(args.get("sleep", 0)))
+    if args.get("fail") == "1":
+        sys.exit(3)
     with open(os.path.join(args["out_dir"], "config.json"), "w") as f:
         json.dump(args, f)
     with open(os.path.join(args["out_dir"], "results.csv"), "w") as f:
-        f.write("seed,value\\n")
+        f.write("seed,value,cores\\n")
         for i in range(2):
-            f.write(f"{args.get('seed', '')},{float(args.get('scale', 1)) * i}\\n")
+            scale = float(args.get("scale", 1))
+            f.write(f"{args.get('seed', '')},{scale * i},{len(os.sched_getaffinity(0))}\\n")
     """)
 
 
@@ -153,7 +162,7 @@ def test_local_runner_runs_skips_and_gathers(fake_binary, tmp_path):
     rows = list(csv.DictReader(f))
   assert len(rows) == 8
   # The results' own 'seed' column is kept; the sweep's becomes 'sweep_seed'.
-  assert list(rows[0]) == ["run", "sweep_seed", "scale", "seed", "value"]
+  assert list(rows[0]) == ["run", "sweep_seed", "scale", "seed", "value", "cores"]
   by_run = {(r["run"], r["value"]) for r in rows}
   assert ("seed-1_scale-10", "10.0") in by_run
   assert all(r["sweep_seed"] == r["seed"] for r in rows)
@@ -169,6 +178,146 @@ def test_local_runner_runs_skips_and_gathers(fake_binary, tmp_path):
   assert proc.returncode == 1
   assert "Failed runs" in proc.stderr
   assert not local.is_done(str(tmp_path / "f" / "fail-1"))
+
+
+def _alive(pid):
+  """Whether process ``pid`` exists and is not a zombie."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+  except FileNotFoundError:
+    return False
+
+
+def _wait_for(path, timeout=60.0):
+  deadline = time.time() + timeout
+  while not (path.exists() and path.read_text()):
+    assert time.time() < deadline, f"{path} never appeared"
+    time.sleep(0.05)
+  return path.read_text()
+
+
+def _start_launcher(*args):
+  return subprocess.Popen(
+    [sys.executable, "-m", "launch.local", *args],
+    cwd=_ROOT,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    env=dict(os.environ),
+  )
+
+
+@pytest.mark.parametrize(
+  "flag",
+  [
+    "--parallel=-1",
+    "--parallel=0",
+    "--timeout=-1",
+    "--threads_per_run=-1",
+    "--threads_per_run=100000",
+  ],
+)
+def test_bad_flag_value_is_one_error_naming_the_flag(flag, fake_binary, tmp_path):
+  proc = _launch(f"--binary={fake_binary}", "--sweep=seed=0", f"--out_root={tmp_path / 'o'}", flag)
+  assert proc.returncode != 0
+  errors = [line for line in proc.stderr.splitlines() if flag.split("=")[0] in line]
+  assert len(errors) == 1, proc.stderr
+  assert not (tmp_path / "o").exists()
+
+
+def test_changed_fixed_flag_is_an_error_not_a_skip(fake_binary, tmp_path):
+  spec = tmp_path / "sweep.json"
+  out_root = tmp_path / "o"
+  spec.write_text(json.dumps({"binary": fake_binary, "fixed": {"scale": 1}, "grid": {"seed": [0]}}))
+  assert _launch(f"--sweep={spec}", f"--out_root={out_root}").returncode == 0
+  # The run name comes from the grid only: same folder, other flags.
+  spec.write_text(json.dumps({"binary": fake_binary, "fixed": {"scale": 2}, "grid": {"seed": [0]}}))
+  proc = _launch(f"--sweep={spec}", f"--out_root={out_root}")
+  assert proc.returncode == 2
+  assert "seed-0" in proc.stderr and "--scale: 1 -> 2" in proc.stderr
+  assert (out_root / "seed-0" / "calls.txt").read_text() == "called\n"  # Not run again.
+  # A flag added to the sweep is a difference too; the unchanged sweep is still skipped.
+  spec.write_text(
+    json.dumps({"binary": fake_binary, "fixed": {"scale": 1, "x": 5}, "grid": {"seed": [0]}})
+  )
+  proc = _launch(f"--sweep={spec}", f"--out_root={out_root}")
+  assert proc.returncode == 2 and "--x: (unset) -> 5" in proc.stderr
+  spec.write_text(json.dumps({"binary": fake_binary, "fixed": {"scale": 1}, "grid": {"seed": [0]}}))
+  assert _launch(f"--sweep={spec}", f"--out_root={out_root}").returncode == 0
+  assert (out_root / "seed-0" / "calls.txt").read_text() == "called\n"
+
+
+def test_unrecorded_results_are_an_error_but_can_be_gathered(fake_binary, tmp_path):
+  run_dir = tmp_path / "o" / "seed-0"
+  run_dir.mkdir(parents=True)
+  (run_dir / "results.csv").write_text("value\n1\n")  # E.g. written by a SLURM sweep.
+  args = [f"--binary={fake_binary}", "--sweep=seed=0", f"--out_root={tmp_path / 'o'}"]
+  proc = _launch(*args)
+  assert proc.returncode == 2 and "seed-0" in proc.stderr and "flags are unknown" in proc.stderr
+  proc = _launch(*args, "--gather_only")
+  assert proc.returncode == 0, proc.stderr
+  assert "Gathered 1 rows from 1/1 runs" in proc.stdout
+
+
+def test_threads_per_run_pins_each_run_to_that_many_cores(fake_binary, tmp_path):
+  for threads, expected in ((1, "1"), (0, str(len(os.sched_getaffinity(0))))):
+    out_root = tmp_path / str(threads)
+    proc = _launch(
+      f"--binary={fake_binary}",
+      "--sweep=seed=0,1",
+      f"--out_root={out_root}",
+      "--parallel=2",
+      f"--threads_per_run={threads}",
+    )
+    assert proc.returncode == 0, proc.stderr
+    with open(out_root / "all_results.csv") as f:
+      assert {row["cores"] for row in csv.DictReader(f)} == {expected}
+
+
+def test_core_sets_are_disjoint_while_cores_last():
+  assert cpus.core_sets(2, 3, cores=[0, 1, 2, 3, 4]) == [[0, 1], [2, 3], [4, 0]]
+  with pytest.raises(ValueError, match="threads_per_run"):
+    cpus.core_sets(3, 1, cores=[0, 1])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_the_launcher_stops_its_runs(sig, fake_binary, tmp_path):
+  out_root = tmp_path / "o"
+  launcher = _start_launcher(
+    f"--binary={fake_binary}", "--sweep=seed=0", "--sweep=sleep=60", f"--out_root={out_root}"
+  )
+  child = int(_wait_for(out_root / "seed-0_sleep-60" / "pid.txt"))
+  assert _alive(child)
+  launcher.send_signal(sig)
+  _, stderr = launcher.communicate(timeout=30)
+  assert launcher.returncode == 128 + sig, stderr
+  assert "stopped by" in stderr
+  assert not _alive(child)
+  assert local.read_status(str(out_root / "seed-0_sleep-60"))["status"] != "ok"
+
+
+def test_a_live_run_is_never_started_twice(fake_binary, tmp_path):
+  out_root = tmp_path / "o"
+  args = [f"--binary={fake_binary}", "--sweep=seed=0", "--sweep=sleep=60", f"--out_root={out_root}"]
+  first = _start_launcher(*args)
+  run_dir = out_root / "seed-0_sleep-60"
+  child = int(_wait_for(run_dir / "pid.txt"))
+  first.kill()  # SIGKILL: no clean-up; its run lives on and keeps its folder locked.
+  first.communicate(timeout=30)
+  try:
+    assert _alive(child)
+    second = _launch(*args)
+    assert second.returncode == 1
+    assert "busy" in second.stderr and "seed-0_sleep-60" in second.stderr
+    assert (run_dir / "calls.txt").read_text() == "called\n"
+    assert processes.is_locked(str(run_dir))
+  finally:
+    os.killpg(child, signal.SIGKILL)  # The run was started in its own process group.
+  deadline = time.time() + 30
+  while processes.is_locked(str(run_dir)):
+    assert time.time() < deadline
+    time.sleep(0.05)
 
 
 @pytest.mark.slow
@@ -197,16 +346,15 @@ def test_local_runner_real_binary(tmp_path):
   ]
   statuses = local.run_all(runs, progress=False)
   assert statuses[runs[0].name][0] == "ok", (tmp_path / runs[0].name / "log.txt").read_text()
+  with open(tmp_path / runs[0].name / "results.csv") as f:
+    own_header = next(csv.reader(f))
   path, count = local.gather(runs, str(tmp_path))
   assert count > 0
   with open(path) as f:
     header = next(csv.reader(f))
-  assert header[:3] == [
-    "run",
-    "sweep_seed" if "seed" in header[3:] else "seed",
-    "n_max" if "n_max" not in header[3:] else "sweep_n_max",
-  ]
-  assert "kl" in header
+  # best_of_n's own columns hold neither flag, so the sweep columns keep the flag names.
+  assert "seed" not in own_header and "n_max" not in own_header and "kl" in own_header
+  assert header == ["run", "seed", "n_max", *own_header]
 
 
 # ------------------------------------------------------------------------------
@@ -270,7 +418,8 @@ def test_slurm_script_content():
       f"--seed={dict(run.params)['seed']}'  # {run.name}" in script
     )
   assert 'i="${SLURM_ARRAY_TASK_ID}"' in script
-  assert '"${OUT_DIRS[$i]}/results.csv"' in script  # Finished runs exit at once.
+  # Finished runs of the same flags exit at once; tests/launch/sweep_test.py runs the guard.
+  assert '"${OUT_DIRS[$i]}"/results.csv' in script and "IDENTITIES=(" in script
   assert "scontrol show hostnames" in script and "MAXK_COORDINATOR_ADDRESS" in script
   assert 'MAXK_NUM_PROCESSES="${SLURM_NNODES}"' in script
   assert "MAXK_PROCESS_ID=\\$SLURM_PROCID" in script
