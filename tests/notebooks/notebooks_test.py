@@ -4,15 +4,14 @@ The committed notebooks carry their full-size outputs; this test re-executes eac
 (without saving) so that a notebook can never rot.
 """
 
-import glob
 import os
 
 import nbformat
 import pytest
 
-from experiments import report
+from notebooks import execute
 
-_NOTEBOOKS = sorted(glob.glob(os.path.join(report.NOTEBOOK_DIR, "*.ipynb")))
+_NOTEBOOKS = execute.notebook_paths()
 
 
 def test_there_are_notebooks():
@@ -26,7 +25,7 @@ def test_notebook_runs_in_smoke_mode(path):
   # Committed with outputs (a figure at least, except where no data exist yet).
   outputs = [o for c in committed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
   assert outputs, f"{path} is committed without outputs."
-  nb = report.execute_notebook(path, timeout=300, smoke=True)
+  nb = execute.execute_notebook(path, timeout=300, smoke=True)
   errors = [
     o
     for c in nb.cells

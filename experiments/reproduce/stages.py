@@ -1,0 +1,104 @@
+"""The stages of the reproduction: each one an experiment binary run as a subprocess."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+STAGE_NAMES = ("best_of_n", "bandit_variance", "bandit_training", "lm", "notebooks")
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+  """One step of the reproduction: ``python -m MODULE --OUT_FLAG=DIR FLAGS...``.
+
+  A stage is done when its folder holds ``results.csv``.
+  """
+
+  name: str
+  title: str
+  module: str
+  flags: tuple[str, ...]
+  expected_s: int
+  out_flag: str = "out_dir"
+
+  def arguments(self, out_dir: str) -> list[str]:
+    """The arguments after ``python -m MODULE`` that write into ``out_dir``."""
+    return [f"--{self.out_flag}={out_dir}", *self.flags]
+
+  def command(self, out_dir: str) -> list[str]:
+    """The full command line (this interpreter) that writes into ``out_dir``."""
+    return [sys.executable, "-m", self.module, *self.arguments(out_dir)]
+
+
+def stages(*, seed: int, smoke: bool) -> list[Stage]:
+  """The reproduction's stages in run order; ``smoke``: tiny sizes (seconds each)."""
+  s = (f"--seed={seed}",)
+  if smoke:
+    bon = (
+      "--n_max=100",
+      "--num_n=6",
+      "--uniform_sizes=10,100",
+      "--dirichlet_size=50",
+      "--num_mc_draws=10",
+      "--num_thresholds=4",
+      "--cherry_size=20",
+    )
+    var = (
+      "--ns=4,8",
+      "--ks=1,4",
+      "--num_replicates=256",
+      "--estimators=none,loo_minus_one,grpo,off_policy_exact,off_policy_first_order",
+    )
+    train = (
+      "--num_steps=20",
+      "--num_seeds=2",
+      "--k_schedules=1,4",
+      "--estimators=loo_minus_one,grpo",
+      "--bandits=easy,gaussian",
+      "--k_evals=1,4",
+    )
+    lm = ("--config=experiments/lm/configs/tiny.py:micro",)
+  else:
+    bon = ()
+    var = ("--num_replicates=10000",)
+    train = ()
+    lm = ("--config=experiments/lm/configs/tiny.py",)  # Stages run in the repository root.
+  return [
+    Stage(
+      "best_of_n",
+      "best-of-n KL, bounds, estimator and win rate (Beirami et al.)",
+      "experiments.best_of_n",
+      s + bon,
+      40,
+    ),
+    Stage(
+      "bandit_variance",
+      "bias and variance of every max@k gradient estimator (PKPO Fig. 4)",
+      "experiments.bandit_variance",
+      s + var,
+      90,
+    ),
+    Stage(
+      "bandit_training",
+      "policy-gradient training with fixed / annealed k (PKPO Fig. 3)",
+      "experiments.bandit_training",
+      s + train,
+      80,
+    ),
+    Stage(
+      "lm",
+      "small-LM RL: pass@k after SFT and after RL with each estimator",
+      "experiments.lm.main",
+      lm + (f"--config.seed={seed}",),
+      90,
+      out_flag="workdir",
+    ),
+    Stage(
+      "notebooks",
+      "the notebooks (PKPO Figs. 1, 2, 5; best-of-n; max@k; LM) executed",
+      "notebooks",
+      (),
+      150,
+    ),
+  ]

@@ -1,0 +1,157 @@
+"""The key tables of each finished stage, as markdown, for the index page."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+import csv
+import json
+import math
+import os
+from typing import Any
+
+Table = tuple[str, str]  # (one-line explanation, markdown table)
+
+
+def read_csv(path: str) -> list[dict[str, str]]:
+  with open(path, newline="") as f:
+    return list(csv.DictReader(f))
+
+
+def format_number(x: Any, digits: int = 4) -> str:
+  """A table cell: integers as integers, other numbers to ``digits`` significant digits.
+
+  Anything that is not a number (labels, empty cells) is shown as it is; NaN and
+  +-inf as ``nan``, ``inf`` and ``-inf``.
+  """
+  try:
+    v = float(x)
+  except (TypeError, ValueError):
+    return str(x)
+  if math.isnan(v):
+    return "nan"
+  if math.isinf(v):
+    return "inf" if v > 0 else "-inf"
+  if v == int(v) and abs(v) < 1e6:
+    return str(int(v))
+  return f"{v:.{digits}g}"
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  lines += ["| " + " | ".join(format_number(c) for c in row) + " |" for row in rows]
+  return "\n".join(lines)
+
+
+def variance_table(rows: Sequence[Mapping[str, str]], policy: str) -> Table | None:
+  """Estimator x n table of the gradient variance at one k, for ``bandit_variance``.
+
+  k is the largest k > 1 that every n has, else the largest k below the largest n.
+  The last column is the largest |bias_z| over every k of the estimator.
+  """
+  rows = [r for r in rows if r["policy"] == policy]
+  if not rows:
+    return None
+  ks = sorted({int(r["k"]) for r in rows})
+  ns = sorted({int(r["n"]) for r in rows})
+  k = max([kk for kk in ks if 1 < kk <= min(ns)] or [kk for kk in ks if 1 < kk < max(ns)] or ks)
+  table = []
+  for estimator in dict.fromkeys(r["estimator"] for r in rows):
+    mine = [r for r in rows if r["estimator"] == estimator]
+    cells = {int(r["n"]): r["variance"] for r in mine if int(r["k"]) == k}
+    bias_z = [abs(float(r["bias_z"])) for r in mine if r["bias_z"] not in ("", "nan")]
+    table.append([estimator] + [cells.get(n, "") for n in ns] + [max(bias_z) if bias_z else ""])
+  header = ["estimator"] + [f"var n={n}" for n in ns] + ["max abs bias_z"]
+  setting = " (PKPO's toy, Fig. 4)" if policy == "gaussian" else " (softmax bandit)"
+  title = (
+    f"Gradient variance of each estimator vs n, {policy} policy{setting}, k={k}; "
+    "max |bias_z| (bias in standard errors over every k) > 3 flags a biased estimator."
+  )
+  return title, markdown_table(header, table)
+
+
+def training_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
+  """Final exact max@k (mean over seeds) per bandit, estimator and schedule, per k_eval."""
+  if not rows:
+    return None
+  col = "final_max_at_k_mean"
+  k_evals = sorted({int(r["k_eval"]) for r in rows})
+  keys = list(dict.fromkeys((r["bandit"], r["estimator"], r["schedule"]) for r in rows))
+  table = []
+  for key in keys:
+    cells = {
+      int(r["k_eval"]): r[col] for r in rows if (r["bandit"], r["estimator"], r["schedule"]) == key
+    }
+    table.append(list(key) + [cells.get(k, "") for k in k_evals])
+  header = ["bandit", "estimator", "k_opt schedule"] + [f"max@{k}" for k in k_evals]
+  title = "Exact max@k of the trained policy (mean over seeds) at each k_eval."
+  return title, markdown_table(header, table)
+
+
+def lm_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
+  """pass@k and max@k at the smallest, middle and largest k_eval per stage/method/k_opt."""
+  if not rows:
+    return None
+  k_evals = sorted({int(r["k_eval"]) for r in rows})
+  shown = sorted({k_evals[0], k_evals[len(k_evals) // 2], k_evals[-1]})
+  keys = list(dict.fromkeys((r["stage"], r["method"], r["k_opt"]) for r in rows))
+  table = []
+  for key in keys:
+    cells = {int(r["k_eval"]): r for r in rows if (r["stage"], r["method"], r["k_opt"]) == key}
+    table.append(
+      list(key)
+      + [cells[k]["pass_at_k"] if k in cells else "" for k in shown]
+      + [cells[k]["max_at_k"] if k in cells else "" for k in shown]
+    )
+  header = ["stage", "method", "k_opt"] + [f"pass@{k}" for k in shown] + [f"max@{k}" for k in shown]
+  title = "Small LM: pass@k and max@k on held-out prompts, after SFT (base) and after RL."
+  return title, markdown_table(header, table)
+
+
+_BEST_OF_N_COLUMNS = (
+  "num_outcomes",
+  "kl_at_n_max",
+  "formula_at_n_max",
+  "formula_max_overshoot",
+  "d_n_expected_max_abs_error",
+  "d_n_mc_within_2se_fraction",
+)
+
+
+def best_of_n_table(summary: Mapping[str, Any]) -> Table | None:
+  """Per reference of ``best_of_n``'s summary.json: the bound's overshoot, d_n's error."""
+  refs = [(name, v) for name, v in summary.items() if isinstance(v, Mapping)]
+  if not refs:
+    return None
+  table = [[name] + [v[c] for c in _BEST_OF_N_COLUMNS] for name, v in refs]
+  title = (
+    "Best-of-n per reference (summary.json): exact KL and the formula log n - (n-1)/n "
+    "at the largest n, the formula's worst overshoot, d_n's worst error (nats)."
+  )
+  return title, markdown_table(["reference", *_BEST_OF_N_COLUMNS], table)
+
+
+def stage_tables(out_dir: str, stage: str) -> list[Table]:
+  """The key tables of the stage whose outputs are in ``out_dir/stage``.
+
+  A table that cannot be built from the files found becomes a one-line note naming
+  the error, so that one malformed file never stops the index page.
+  """
+  stage_dir = os.path.join(out_dir, stage)
+  path = os.path.join(stage_dir, "results.csv")
+  tables = []
+  try:
+    if stage == "best_of_n":
+      summary_path = os.path.join(stage_dir, "summary.json")
+      if os.path.exists(summary_path):
+        with open(summary_path) as f:
+          tables.append(best_of_n_table(json.load(f)))
+    elif stage == "bandit_variance" and os.path.exists(path):
+      rows = read_csv(path)
+      tables += [variance_table(rows, "gaussian"), variance_table(rows, "categorical")]
+    elif stage == "bandit_training" and os.path.exists(path):
+      tables.append(training_table(read_csv(path)))
+    elif stage == "lm" and os.path.exists(path):
+      tables.append(lm_table(read_csv(path)))
+  except (KeyError, ValueError, TypeError) as e:
+    tables.append((f"(table unavailable: {type(e).__name__}: {e})", ""))
+  return [t for t in tables if t]

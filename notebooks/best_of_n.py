@@ -1,0 +1,100 @@
+# %% [markdown]
+# # Best-of-n: exact KL vs the bound vs the estimator; win rate vs KL
+#
+# Beirami et al., "Theoretical guarantees on the best-of-n alignment policy" (arXiv
+# 2401.01879), computed exactly with `maxk.bon_*`. Every cell calls the functions of the
+# study `experiments.best_of_n` (references, result rows, figures); the full study (more
+# references, rewind-and-repeat with a try limit, a summary) is
+# `python -m experiments.best_of_n --out_dir=...`.
+
+# %%
+# Setup. Each later cell imports what it uses, after the path set-up below.
+# ruff: noqa: E402
+import os
+import sys
+
+# Run from notebooks/ or the repository root: make `maxk` and `experiments` importable.
+for _p in ("..", "."):
+  if os.path.isdir(os.path.join(_p, "maxk")) and os.path.abspath(_p) not in sys.path:
+    sys.path.insert(0, os.path.abspath(_p))
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# MAXK_SMOKE=1 shrinks every size so that the notebook runs in seconds (the tests do).
+SMOKE = os.environ.get("MAXK_SMOKE") == "1"
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+
+# %matplotlib inline
+plt.rcParams.update({"figure.dpi": 60, "savefig.dpi": 60, "figure.figsize": (9, 3.4)})
+print("SMOKE =", SMOKE, "| jax", jax.__version__, "| devices", jax.devices())
+jax.config.update("jax_enable_x64", True)  # resolve tiny KL gaps, as the binary does
+
+# %% [markdown]
+# ## Exact KL vs log(n) - (n-1)/n vs the estimator d_n
+#
+# Three references of the study (`experiments.best_of_n.references`): uniform over L = 100
+# outcomes, a "cherry-picked" one whose best outcome has probability 1e-4, and a random
+# Dirichlet(0.3) one. The formula is an upper bound that overshoots once n exceeds the
+# number of likely outcomes; the exact expectation of d_n
+# (`maxk.bon_kl_estimate_expectation`) stays close to the exact KL, and so does its Monte
+# Carlo mean over draws Y ~ pi_n (sampled from the exact PMF `maxk.bon_pmf`, error bars
+# ±1 standard error).
+
+# %% caption="Best-of-n: exact KL(pi_n || pi) vs n beside the log n - (n-1)/n bound and d_n."
+from IPython.display import display
+
+from experiments.best_of_n import plotting
+from experiments.best_of_n import references
+from experiments.best_of_n import study
+
+L = 20 if SMOKE else 100
+refs = [
+  references.uniform(L),
+  references.cherry_top(L, 1e-4),
+  references.dirichlet(np.random.default_rng(0), L, 0.3),
+]
+probs, rewards = references.pad(refs, jnp.float64)
+ns = study.n_grid(100 if SMOKE else 10_000, 8 if SMOKE else 33)
+draws = 20 if SMOKE else 400
+rows = study.best_of_n_rows(
+  refs, probs, rewards, ns=ns, num_mc_draws=draws, key=jax.random.key(0), progress=False
+)
+for ref in refs:
+  last = study.select(rows, method="best_of_n", reference=ref.name)[-1]
+  print(
+    f"{ref.name:16s} n={last['n']}: KL={last['kl']:.3f}  bound={last['kl_bound']:.3f}  "
+    f"E[d_n]={last['d_n_expected']:.3f}"
+  )
+display(plotting.kl_vs_n_figure(rows, refs, "Exact KL of best-of-n vs n"))
+
+# %% [markdown]
+# ## Monte Carlo d_n from best-of-n draws
+#
+# The estimator averaged over the draws above, on the Dirichlet reference: its spread
+# shows how many draws are needed.
+
+# %%
+for row in study.select(rows, method="best_of_n", reference=refs[-1].name):
+  print(
+    f"n={row['n']:5d}: exact KL {row['kl']:.4f}   MC d_n {row['d_n_mc_mean']:.4f} "
+    f"+- {row['d_n_mc_stderr']:.4f}   bound {row['kl_bound']:.4f}"
+  )
+
+# %% [markdown]
+# ## Win rate vs KL: best-of-n vs rewind-and-repeat
+#
+# Best-of-n for the n above, and rewind-and-repeat (`maxk.rewind_repeat_pmf`: draw until
+# the reward clears a threshold) for thresholds whose acceptance probabilities are
+# log-spaced from 1 down to that of the best outcome, both against the reference. The
+# dashed curve is (log n - (n-1)/n, n/(n+1)). At equal KL best-of-n mostly has the higher
+# win rate: for a continuum of rewards, rewind-and-repeat with tail mass a has KL log(1/a)
+# and win rate 1 - a/2, while best-of-n reaches that win rate at KL about log(2/a) - 1.
+
+# %% caption="Win rate vs KL: best-of-n against rewind-and-repeat on three references."
+thresholds = study.thresholds(refs, 5 if SMOKE else 25)
+rr_rows = study.rewind_repeat_rows(
+  refs, probs, rewards, thresholds=thresholds, max_tries=[None], progress=False
+)
+display(plotting.win_rate_figure(rows + rr_rows, refs, n_max=ns[-1]))

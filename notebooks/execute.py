@@ -1,0 +1,143 @@
+r"""Converts the notebook sources, executes notebooks and extracts their figures.
+
+Each notebook ``notebooks/NAME.ipynb`` is generated from its jupytext percent-format
+source ``notebooks/NAME.py`` (cells start at ``# %%`` lines; a figure's caption is the
+``caption`` entry of its cell header, e.g. ``# %% caption="..."``).
+
+``python -m notebooks --out_dir=DIR`` runs ``run_notebooks`` as a binary.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+import csv
+import glob
+import os
+import time
+
+import nbformat
+
+NOTEBOOK_DIR = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(NOTEBOOK_DIR)
+_KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+# Sources carry no notebook metadata, and cells keep only their caption.
+_JUPYTEXT = {"notebook_metadata_filter": "-all", "cell_metadata_filter": "caption,-all"}
+
+
+def notebook_paths() -> list[str]:
+  """The committed notebooks, ``notebooks/*.ipynb``, sorted."""
+  return sorted(glob.glob(os.path.join(NOTEBOOK_DIR, "*.ipynb")))
+
+
+def source_names() -> list[str]:
+  """Names of the notebook sources: every ``notebooks/NAME.py`` with a ``# %%`` cell."""
+  names = []
+  for path in sorted(glob.glob(os.path.join(NOTEBOOK_DIR, "*.py"))):
+    with open(path) as f:
+      if any(line.startswith("# %%") for line in f):
+        names.append(os.path.splitext(os.path.basename(path))[0])
+  return names
+
+
+def read_source(path: str) -> nbformat.NotebookNode:
+  """The notebook (without outputs) that the percent-format source ``path`` describes."""
+  import jupytext  # pylint: disable=g-import-not-at-top
+
+  nb = jupytext.read(path, fmt="py:percent")
+  nb.metadata = {"kernelspec": dict(_KERNELSPEC), "language_info": {"name": "python"}}
+  return nb
+
+
+def write_source(nb: nbformat.NotebookNode, path: str) -> None:
+  """Writes ``nb``'s cells as the percent-format source ``path`` (no outputs)."""
+  import jupytext  # pylint: disable=g-import-not-at-top
+
+  nb = nbformat.from_dict(nb)
+  nb.metadata = {"jupytext": dict(_JUPYTEXT)}
+  with open(path, "w") as f:
+    f.write(jupytext.writes(nb, fmt="py:percent"))
+
+
+def execute(
+  nb: nbformat.NotebookNode, *, cwd: str, timeout: int = 600, smoke: bool | None = None
+) -> nbformat.NotebookNode:
+  """Executes ``nb`` top to bottom in a fresh python3 kernel running in ``cwd``.
+
+  The repository root is put on the kernel's ``PYTHONPATH``; ``smoke`` sets
+  ``MAXK_SMOKE`` for the kernel (None: inherit the environment). Returns ``nb`` with
+  its outputs; a cell that raises raises ``nbclient.exceptions.CellExecutionError``.
+  """
+  import nbclient  # pylint: disable=g-import-not-at-top
+
+  env_before = {name: os.environ.get(name) for name in ("MAXK_SMOKE", "PYTHONPATH")}
+  if smoke is not None:
+    os.environ["MAXK_SMOKE"] = "1" if smoke else "0"
+  old_path = env_before["PYTHONPATH"]
+  os.environ["PYTHONPATH"] = ROOT + (os.pathsep + old_path if old_path else "")
+  os.environ.setdefault("JAX_PLATFORMS", "cpu")
+  try:
+    client = nbclient.NotebookClient(
+      nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": cwd}}
+    )
+    client.execute()
+  finally:  # The kernel inherits the environment; the caller's is left as it was.
+    for name, value in env_before.items():
+      if value is None:
+        os.environ.pop(name, None)
+      else:
+        os.environ[name] = value
+  return nb
+
+
+def execute_notebook(
+  path: str, *, timeout: int = 600, smoke: bool | None = None
+) -> nbformat.NotebookNode:
+  """Reads the notebook ``path`` and executes it in its own folder (see ``execute``)."""
+  nb = nbformat.read(path, as_version=4)
+  return execute(nb, cwd=os.path.dirname(os.path.abspath(path)), timeout=timeout, smoke=smoke)
+
+
+def extract_figures(nb: nbformat.NotebookNode, stem: str, out_dir: str) -> list[dict[str, str]]:
+  """Saves every PNG output of ``nb`` as ``out_dir/<stem>_<i>.png``; returns listing rows.
+
+  A row has the columns notebook, figure, caption. The caption of a figure is the
+  ``caption`` entry of its cell's metadata, else the first line of the nearest markdown
+  cell above it.
+  """
+  rows, last_md, i = [], "", 0
+  for cell in nb.cells:
+    if cell.cell_type == "markdown":
+      text = [line.strip("# ").strip() for line in cell.source.splitlines() if line.strip()]
+      last_md = text[0] if text else last_md
+      continue
+    for output in cell.get("outputs", []):
+      data = output.get("data", {})
+      if "image/png" not in data:
+        continue
+      i += 1
+      name = f"{stem}_{i:02d}.png"
+      with open(os.path.join(out_dir, name), "wb") as f:
+        f.write(base64.b64decode(data["image/png"]))
+      cap = cell.metadata.get("caption", last_md)
+      rows.append({"notebook": f"{stem}.ipynb", "figure": name, "caption": f"[{stem}.ipynb] {cap}"})
+  return rows
+
+
+def run_notebooks(out_dir: str, paths: Sequence[str] | None = None) -> list[dict[str, str]]:
+  """Executes each notebook (default: all), saving copies, figures and ``results.csv``."""
+  os.makedirs(out_dir, exist_ok=True)
+  rows = []
+  for path in paths or notebook_paths():
+    stem = os.path.splitext(os.path.basename(path))[0]
+    start = time.time()
+    print(f"  running notebook {stem} ...", flush=True)
+    nb = execute_notebook(path)
+    nbformat.write(nb, os.path.join(out_dir, f"{stem}.ipynb"))
+    rows += extract_figures(nb, stem, out_dir)
+    print(f"  notebook {stem}: {time.time() - start:.0f} s", flush=True)
+  with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
+    writer = csv.DictWriter(f, fieldnames=["notebook", "figure", "caption"])
+    writer.writeheader()
+    writer.writerows(rows)
+  return rows

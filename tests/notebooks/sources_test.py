@@ -1,0 +1,90 @@
+"""The committed notebooks are generated from their plain-Python sources and cannot drift."""
+
+import os
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from notebooks import execute
+from tests import REPO_ROOT
+
+_EXPECTED = ["best_of_n", "lm", "max_at_k", "pkpo"]
+
+
+def _cells(nb):
+  return [(c.cell_type, c.source, c.metadata.get("caption")) for c in nb.cells]
+
+
+def test_every_notebook_has_a_source_and_every_source_a_notebook():
+  assert execute.source_names() == _EXPECTED
+  committed = sorted(os.path.basename(p)[: -len(".ipynb")] for p in execute.notebook_paths())
+  assert committed == _EXPECTED
+
+
+@pytest.mark.parametrize("name", _EXPECTED)
+def test_committed_notebook_cells_equal_its_source(name):
+  source = execute.read_source(os.path.join(execute.NOTEBOOK_DIR, f"{name}.py"))
+  committed = nbformat.read(os.path.join(execute.NOTEBOOK_DIR, f"{name}.ipynb"), as_version=4)
+  assert _cells(committed) == _cells(source), (
+    f"notebooks/{name}.ipynb differs from notebooks/{name}.py: run "
+    f"`python notebooks/make_notebooks.py {name}`."
+  )
+
+
+@pytest.mark.parametrize("name", _EXPECTED)
+def test_source_is_in_the_canonical_percent_format(name, tmp_path):
+  # Writing the parsed source back gives the same text: no cell or caption is lost.
+  path = os.path.join(execute.NOTEBOOK_DIR, f"{name}.py")
+  execute.write_source(execute.read_source(path), str(tmp_path / "out.py"))
+  with open(path) as f:
+    assert (tmp_path / "out.py").read_text() == f.read()
+
+
+def test_figure_cells_keep_their_captions():
+  source = execute.read_source(os.path.join(execute.NOTEBOOK_DIR, "pkpo.py"))
+  captions = [c.metadata["caption"] for c in source.cells if "caption" in c.metadata]
+  assert [c.split(":")[0] for c in captions] == [
+    "PKPO Fig. 1",
+    "PKPO Fig. 2",
+    "PKPO Fig. 5",
+    "PKPO Fig. 4",
+  ]
+
+
+def test_extract_figures_names_and_captions_each_png(tmp_path):
+  png = "iVBORw0KGgo="  # Base64 of the PNG signature: enough for a file to be written.
+  nb = nbformat.v4.new_notebook(
+    cells=[
+      nbformat.v4.new_markdown_cell("## A heading\nmore text"),
+      nbformat.v4.new_code_cell("plot()"),
+      nbformat.v4.new_code_cell("plot()", metadata={"caption": "Own caption."}),
+    ]
+  )
+  for cell in nb.cells[1:]:
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png})]
+  rows = execute.extract_figures(nb, "demo", str(tmp_path))
+  assert rows == [
+    {"notebook": "demo.ipynb", "figure": "demo_01.png", "caption": "[demo.ipynb] A heading"},
+    {"notebook": "demo.ipynb", "figure": "demo_02.png", "caption": "[demo.ipynb] Own caption."},
+  ]
+  assert (tmp_path / "demo_02.png").read_bytes() == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+  "args, flag",
+  [(["--out_dir={out}", "--notebooks=pkpo,nope"], "--notebooks"), ([], "--out_dir")],
+)
+def test_binary_rejects_bad_flags(args, flag, tmp_path):
+  out = tmp_path / "out"
+  proc = subprocess.run(
+    [sys.executable, "-m", "notebooks", *(a.format(out=out) for a in args)],
+    cwd=REPO_ROOT,
+    capture_output=True,
+    text=True,
+    timeout=60,
+  )
+  assert proc.returncode != 0
+  assert flag in proc.stderr
+  assert not out.exists()
