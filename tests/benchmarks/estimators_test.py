@@ -1,15 +1,11 @@
 """benchmarks.estimators: its NumPy implementations agree with maxk, and it runs."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 from benchmarks import estimators
 import maxk
-from tests import REPO_ROOT
+from tests import binaries
 
 
 @pytest.mark.parametrize("n", [5, 16])
@@ -34,23 +30,8 @@ def test_numpy_references_agree_with_maxk(n):
 
 def test_binary_runs_and_prints_a_row_per_cell():
   """``--quick`` on a one-cell grid (the full ``--quick`` grid takes about a minute)."""
-  out = subprocess.run(
-    [
-      sys.executable,
-      "-m",
-      "benchmarks.estimators",
-      "--quick",
-      "--batches=2",
-      "--sizes=8",
-      "--ks=2",
-      "--repeats=1",
-    ],
-    cwd=REPO_ROOT,
-    env=dict(os.environ, JAX_PLATFORMS="cpu"),
-    capture_output=True,
-    text=True,
-    check=True,
-    timeout=300,
+  out = binaries.run(
+    "benchmarks.estimators", "--quick", "--batches=2", "--sizes=8", "--ks=2", "--repeats=1"
   ).stdout
   rows = [line for line in out.splitlines() if line.startswith("| ") and "| 2 | 8 | 2 |" in line]
   names = [row.split("|")[1].strip() for row in rows]

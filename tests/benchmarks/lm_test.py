@@ -1,35 +1,20 @@
 """benchmarks.lm runs end to end (its MFU arithmetic: tests/experiments/lm/mfu_test.py)."""
 
-from tests import REPO_ROOT
+from tests import binaries
 
 
 def test_lm_benchmark_runs_and_prints_mfu_given_a_peak():
   """The MFU column (printed on GPU from the device's known peak) also appears on
   CPU when --peak_tflops is given, so the GPU code path is exercised here."""
-  import os
-  import subprocess
-  import sys
-
-  root = REPO_ROOT
-  out = subprocess.run(
-    [
-      sys.executable,
-      "-m",
-      "benchmarks.lm",
-      "--d_model=32",
-      "--num_layers=1",
-      "--num_heads=2",
-      "--batch=4",
-      "--gen_lens=8",
-      "--repeats=1",
-      "--peak_tflops=1",
-    ],
-    cwd=root,
-    env=dict(os.environ, JAX_PLATFORMS="cpu"),
-    capture_output=True,
-    text=True,
-    check=True,
-    timeout=300,
+  out = binaries.run(
+    "benchmarks.lm",
+    "--d_model=32",
+    "--num_layers=1",
+    "--num_heads=2",
+    "--batch=4",
+    "--gen_lens=8",
+    "--repeats=1",
+    "--peak_tflops=1",
   ).stdout
   header = next(line for line in out.splitlines() if line.startswith("what"))
   assert "MFU" in header and "tokens/s" in header

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from tests.experiments import binaries
+from tests import binaries
 
 MAIN = "experiments.bandit_training.main"
 

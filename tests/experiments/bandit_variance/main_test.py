@@ -5,7 +5,7 @@ import json
 import math
 
 from experiments import estimators as estimators_lib
-from tests.experiments import binaries
+from tests import binaries
 
 MAIN = "experiments.bandit_variance.main"
 

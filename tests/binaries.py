@@ -1,4 +1,4 @@
-"""Running an experiment binary as a user does, and checking its flag validation.
+"""Running a binary (experiment or benchmark) as a user does, and checking flag validation.
 
 Each binary defines its absl flags on the global ``FLAGS``, so binaries cannot share
 one test process: both helpers run a fresh Python.
