@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 from absl import flags
 
 from experiments import outputs
-from experiments.reproduce import index_page
-from experiments.reproduce import runner
+from experiments.reproduce import reproduction
 from experiments.reproduce import stages as stages_lib
 
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/reproduce", "Output folder (index.md/.html).")
@@ -49,78 +47,24 @@ flags.register_validator(
   "stage_timeout", lambda s: s > 0, message="--stage_timeout must be positive (seconds)."
 )
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _selected() -> list[stages_lib.Stage]:
-  names = stages_lib.STAGE_NAMES if "all" in _STAGES.value else _STAGES.value
-  excluded = {"lm"} if not _LM.value else set()
-  excluded |= {"notebooks"} if not _NOTEBOOKS.value else set()
-  return [
-    stage
-    for stage in stages_lib.stages(seed=_SEED.value, smoke=_SMOKE.value)
-    if stage.name in names and stage.name not in excluded
-  ]
-
-
-def _env(stage: str, out_dir: str) -> dict[str, str]:
-  env = dict(os.environ)
-  lm_results = os.path.join(out_dir, "lm", "results.csv")
-  if stage == "notebooks" and os.path.exists(lm_results):
-    env["MAXK_LM_RESULTS"] = lm_results  # lm.ipynb plots this run's LM outputs.
-  env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
-  env.setdefault("JAX_PLATFORMS", "cpu")
-  if _SMOKE.value:
-    env["MAXK_SMOKE"] = "1"
-  return env
-
 
 def main(argv):
   out_dir = outputs.start_run(argv, _OUT_DIR.value)
-  stages = _selected()
-  total_start = time.time()
-  statuses = {}
-  print(f"Reproducing {len(stages)} stages into {out_dir}", flush=True)
-  for i, stage in enumerate(stages, 1):
-    print(
-      f"[{i}/{len(stages)}] {stage.name}: {stage.title} (expected ~{stage.expected_s} s"
-      f"{', smoke' if _SMOKE.value else ''}) ...",
-      flush=True,
-    )
-    status, seconds = runner.run_stage(
-      stage,
-      out_dir,
-      cwd=_ROOT,
-      env=_env(stage.name, out_dir),
-      force=_FORCE.value,
-      timeout=_TIMEOUT.value,
-    )
-    statuses[stage.name] = (status, seconds)
-    elapsed = time.time() - total_start
-    print(
-      f"[{i}/{len(stages)}] {stage.name}: {status} in {seconds:.0f} s (total {elapsed:.0f} s)",
-      flush=True,
-    )
-  # Stages not run now but finished earlier in this folder stay on the index page.
-  shown, skipped = [], []
-  for stage in stages_lib.stages(seed=_SEED.value, smoke=_SMOKE.value):
-    if stage.name in statuses:
-      shown.append(stage)
-    elif os.path.exists(os.path.join(out_dir, stage.name, runner.DONE_FILE)):
-      shown.append(stage)
-      statuses[stage.name] = ("from an earlier run", 0.0)
-    else:
-      skipped.append(stage.name)
-  md, html = index_page.write_index(
-    out_dir,
-    shown,
-    statuses,
-    skipped=skipped,
-    total_seconds=time.time() - total_start,
+  stages = reproduction.select_stages(
+    _STAGES.value,
+    seed=_SEED.value,
     smoke=_SMOKE.value,
+    lm=_LM.value,
+    notebooks=_NOTEBOOKS.value,
   )
-  print(
-    f"Done in {time.time() - total_start:.0f} s. Index: {md}\n                  {html}", flush=True
+  statuses, _ = reproduction.run(
+    out_dir,
+    stages,
+    seed=_SEED.value,
+    smoke=_SMOKE.value,
+    force=_FORCE.value,
+    timeout=_TIMEOUT.value,
+    base_env=os.environ,
   )
   failed = [name for name, (status, _) in statuses.items() if status.startswith("FAILED")]
   if failed:
