@@ -1,4 +1,5 @@
-"""maxk: exact, jitted estimators for pass@k / max@k and best-of-n mathematics."""
+"""maxk: exact, jitted estimators for pass@k / max@k, rank objectives, the variance of
+estimates, and best-of-n mathematics."""
 
 from maxk._src.advantages import BASELINES
 from maxk._src.advantages import max_at_k_advantages
@@ -17,21 +18,39 @@ from maxk._src.best_of_n_bounds import bon_win_rate_gap_bound
 from maxk._src.best_of_n_bounds import bon_win_rate_gap_bound_delta
 from maxk._src.divergences import kl_divergence
 from maxk._src.divergences import win_rate
+from maxk._src.estimate_variance import max_at_k_variance
+from maxk._src.estimate_variance import pass_at_k_variance
 from maxk._src.metrics import max_at_k
 from maxk._src.metrics import pass_at_k
 from maxk._src.off_policy import max_at_k_advantages_off_policy
 from maxk._src.off_policy import max_at_k_surrogate
+from maxk._src.order_stats_exact import order_stat_exact
 from maxk._src.peers import grpo_advantages
 from maxk._src.peers import max_minus_second_advantages
+from maxk._src.peers import maxrl_advantages
 from maxk._src.peers import pass_at_k_training_advantages
 from maxk._src.peers import rloo_advantages
+from maxk._src.rank_objectives import lift_rank_weights
+from maxk._src.rank_objectives import order_stat_advantages
+from maxk._src.rank_objectives import order_stat_at_k
+from maxk._src.rank_objectives import rank_weights
 from maxk._src.rewind_repeat import rewind_repeat_pmf
 from maxk._src.tie_classes import reward_collision_probability
+from maxk._src.uncertainty import Interval
+from maxk._src.uncertainty import VarianceSplit
+from maxk._src.uncertainty import bayes_at_n
+from maxk._src.uncertainty import mean_with_interval
+from maxk._src.uncertainty import paired_difference
+from maxk._src.uncertainty import pass_at_k_posterior
+from maxk._src.uncertainty import variance_split
 
 __version__ = "0.1.0"
 
 __all__ = (
   "BASELINES",
+  "Interval",
+  "VarianceSplit",
+  "bayes_at_n",
   "bon_kl",
   "bon_kl_bound",
   "bon_kl_estimate",
@@ -46,16 +65,28 @@ __all__ = (
   "bon_win_rate_gap_bound_delta",
   "grpo_advantages",
   "kl_divergence",
+  "lift_rank_weights",
   "max_at_k",
   "max_at_k_advantages",
   "max_at_k_advantages_off_policy",
   "max_at_k_exact",
   "max_at_k_surrogate",
+  "max_at_k_variance",
   "max_minus_second_advantages",
+  "maxrl_advantages",
+  "mean_with_interval",
+  "order_stat_advantages",
+  "order_stat_at_k",
+  "order_stat_exact",
+  "paired_difference",
   "pass_at_k",
+  "pass_at_k_posterior",
   "pass_at_k_training_advantages",
+  "pass_at_k_variance",
+  "rank_weights",
   "reward_collision_probability",
   "rewind_repeat_pmf",
   "rloo_advantages",
+  "variance_split",
   "win_rate",
 )

@@ -5,6 +5,7 @@ import re
 
 import jax
 import numpy as np
+import pytest
 
 import maxk
 
@@ -26,6 +27,14 @@ def test_training_step_example_runs_and_learns():
   probs = jax.nn.softmax(namespace["logits_PxA"])
   values = np.broadcast_to(np.linspace(0, 1, 10, dtype=np.float32), probs.shape)
   assert float(np.mean(maxk.max_at_k_exact(probs, values, 4))) > 0.9
+
+
+@pytest.mark.parametrize("marker", ["maxk.rank_weights", "maxk.pass_at_k_variance"])
+def test_rank_objective_and_uncertainty_examples_run(marker):
+  """The examples run as written (the rank one asserts the MaxRL mixture identity)."""
+  blocks = re.findall(r"```python\n(.*?)```", _readme(), flags=re.S)
+  (example,) = [b for b in blocks if marker in b]
+  exec(compile(example, "README.md", "exec"), {})  # pylint: disable=exec-used
 
 
 def test_ci_runs_readme_test_command():

@@ -165,4 +165,5 @@ def _max_at_k_advantages(rewards: jax.Array, k: int, baseline: str) -> jax.Array
     )
     if kind == "loo":
       a_sorted = a_sorted + shift * (k / n - k / (n - 1))
-  return sorting.unsort_last(a_sorted, perm)
+  # A NaN anywhere in a group makes that whole group NaN (other groups untouched).
+  return checks.nan_group(rewards, sorting.unsort_last(a_sorted, perm))

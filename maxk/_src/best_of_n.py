@@ -101,12 +101,16 @@ def _estimate_row(n: int | jax.Array, p: jax.Array, r: jax.Array) -> jax.Array:
   pmf = _bon_sorted(classes, n)[0]
   positive = classes.p > 0
   d = _d_n(jnp.where(positive, classes.p, 1.0), n)
-  return jnp.sum(jnp.where(positive, pmf * d, 0.0))
+  value = jnp.sum(jnp.where(positive, pmf * d, 0.0))
+  return jnp.where(jnp.any(jnp.isnan(classes.p)), jnp.nan, value)  # NaN row stays NaN.
 
 
 def _max_at_k_row(k: int | jax.Array, p: jax.Array, r: jax.Array) -> jax.Array:
   classes = tie_classes.tie_classes(p, r)
-  return jnp.sum(_bon_sorted(classes, k)[0] * classes.r)
+  # A ±inf reward of a zero-probability outcome does not enter the value (its
+  # pmf is 0, and 0 · inf must not make it NaN).
+  r_eff = jnp.where((classes.p > 0) | jnp.isfinite(classes.r), classes.r, 0.0)
+  return jnp.sum(_bon_sorted(classes, k)[0] * r_eff)
 
 
 def bon_pmf(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.Array:
@@ -134,7 +138,7 @@ def bon_pmf(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.Array:
       ``jit`` ``probs`` is divided by its sum and not otherwise checked, and a NaN
       reward makes its row NaN.
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   p, r = categorical.prepare(probs, rewards)
   return categorical.rowwise(_pmf_row, n, p, r)
 
@@ -162,7 +166,7 @@ def bon_kl(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.Array:
   Raises:
     ValueError: as for :func:`bon_pmf`.
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   p, r = categorical.prepare(probs, rewards)
   return categorical.rowwise(_kl_row, n, p, r)
 
@@ -187,7 +191,7 @@ def bon_kl_bound(n: int) -> jax.Array:
   Raises:
     ValueError: if ``n`` is not an int >= 1.
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   return jnp.asarray(math.log(n) - (n - 1) / n, jnp.result_type(float))
 
 
@@ -219,7 +223,7 @@ def bon_kl_estimate(eps: ArrayLike, n: int) -> jax.Array:
     ValueError: if ``n`` is not an int >= 1 or (eagerly only) some eps lies
       outside [0, 1]; under ``jit`` such values give NaN.
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   e = checks.as_float_array(eps, "eps", min_ndim=0)
   if checks.is_concrete(e) and e.size:
     a = np.asarray(e, dtype=np.float64)
@@ -263,7 +267,7 @@ def bon_kl_estimate_expectation(probs: ArrayLike, rewards: ArrayLike, n: int) ->
   Raises:
     ValueError: as for :func:`bon_pmf`.
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   p, r = categorical.prepare(probs, rewards)
   return categorical.rowwise(_estimate_row, n, p, r)
 
@@ -288,7 +292,7 @@ def bon_win_rate(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.Array:
   Raises:
     ValueError: as for :func:`bon_pmf`.
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   p, r = categorical.prepare(probs, rewards)
   return categorical.rowwise(_win_rate_row, n, p, r)
 
@@ -310,7 +314,7 @@ def bon_win_rate_bound(n: int) -> jax.Array:
   Raises:
     ValueError: if ``n`` is not an int >= 1.
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   return jnp.asarray(n / (n + 1), jnp.result_type(float))
 
 
@@ -338,6 +342,6 @@ def max_at_k_exact(probs: ArrayLike, rewards: ArrayLike, k: int) -> jax.Array:
   Raises:
     ValueError: as for :func:`bon_pmf` (with ``k`` in place of ``n``).
   """
-  k = checks.check_int(k, "k", low=1)
+  k = checks.check_int(k, "k", low=1, high=checks.MAX_SIZE)
   p, r = categorical.prepare(probs, rewards)
   return categorical.rowwise(_max_at_k_row, k, p, r)

@@ -45,7 +45,7 @@ def bon_kl_gap_bound(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.Array:
   Raises:
     ValueError: as for :func:`maxk.bon_pmf`.
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   p, r = categorical.prepare(probs, rewards)
   return 2.0 * n * (n - 1) * categorical.rowwise(tie_classes.collision_row, 1, p, r)
 
@@ -69,7 +69,7 @@ def bon_kl_gap_bound_delta(delta: ArrayLike, n: int) -> jax.Array:
     ValueError: if ``n`` is not an int >= 1 or (eagerly only) ``delta`` lies
       outside [0, 1].
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   d = categorical.check_unit_interval(delta, "delta")
   return 2.0 * n * (n - 1) * d
 
@@ -96,7 +96,7 @@ def bon_kl_gap_lower_bound(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.
   Raises:
     ValueError: as for :func:`maxk.bon_pmf`.
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   p, r = categorical.prepare(probs, rewards)
   eps_inf = categorical.rowwise(tie_classes.top_class_mass_row, 1, p, r)
   gap = jnp.log(n * eps_inf) - (n - 1) / n
@@ -124,7 +124,7 @@ def bon_win_rate_gap_bound(probs: ArrayLike, rewards: ArrayLike, n: int) -> jax.
   Raises:
     ValueError: as for :func:`maxk.bon_pmf`.
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   p, r = categorical.prepare(probs, rewards)
   return 0.5 * (n - 1) * categorical.rowwise(tie_classes.collision_row, 1, p, r)
 
@@ -145,6 +145,6 @@ def bon_win_rate_gap_bound_delta(delta: ArrayLike, n: int) -> jax.Array:
     ValueError: if ``n`` is not an int >= 1 or (eagerly only) ``delta`` lies
       outside [0, 1].
   """
-  n = checks.check_int(n, "n", low=1)
+  n = checks.check_int(n, "n", low=1, high=checks.MAX_SIZE)
   d = categorical.check_unit_interval(delta, "delta")
   return 0.5 * (n - 1) * d

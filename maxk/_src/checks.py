@@ -43,6 +43,26 @@ def check_int(
   return value
 
 
+# Static sizes (n, k, draws) must fit the int32 that they become inside jit.
+MAX_SIZE = 2**31 - 1
+
+
+def nan_group(values: jax.Array, out: jax.Array) -> jax.Array:
+  """``out`` with every group (last axis) whose ``values`` hold a NaN set entirely to NaN."""
+  bad = jnp.any(jnp.isnan(values), axis=-1, keepdims=True)
+  return jnp.where(bad, jnp.nan, out)
+
+
+def check_real(arr: jax.Array, name: str) -> None:
+  """Rejects complex (or other non-real) arrays instead of silently dropping a part."""
+  if not (
+    jnp.issubdtype(arr.dtype, jnp.floating)
+    or jnp.issubdtype(arr.dtype, jnp.integer)
+    or jnp.issubdtype(arr.dtype, jnp.bool_)
+  ):
+    raise ValueError(f"{name} must be real (bool, int or float); got dtype {arr.dtype}.")
+
+
 def check_option(value: object, name: str, valid: Sequence[str]) -> str:
   """Raises ``ValueError`` listing ``valid`` unless ``value`` is one of them."""
   if not isinstance(value, str) or value not in valid:
@@ -54,8 +74,9 @@ def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 1) -> jax.Array:
   """Converts ``x`` to a floating JAX array (the default float dtype unless already floating)."""
   try:
     arr = jnp.asarray(x)
-  except TypeError as e:
-    raise ValueError(f"{name} must be array-like: {e}") from e
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"{name} must be a real numeric array: {e}") from e
+  check_real(arr, name)
   if arr.ndim < min_ndim:
     raise ValueError(
       f"{name} must have at least {min_ndim} dimension(s) with the sample axis last;"

@@ -3,11 +3,14 @@
 The estimators in this package are linear in the *sorted* rewards with coefficients
 that depend only on the static sizes ``n`` and ``k``, e.g. the U-statistic weight of
 the j-th smallest of n rewards in max@k is C(j-1, k-1) / C(n, k) (PKPO Eq. 13).
-``C(n, k)`` overflows float32 for n as small as 40, so every ratio of binomials is
-evaluated here as ``exp(log C(a, b) - log C(c, d))`` with ``math.lgamma`` in float64
-(absolute log error ~1e-16 * log C, i.e. relative error < 1e-11 for n <= 10^6) and
-only then cast to the caller's dtype.  Ratios whose true value underflows the
-target dtype become 0, which is the correctly rounded result.
+``C(n, k)`` overflows float32 for n as small as 40, so a ratio of binomials is never
+formed in floating point from its parts.  For sizes up to ``EXACT_MAX_N`` it is the
+exact ratio of Python integers, correctly rounded to float64 (integer true division
+rounds correctly), so the tables are exact to 1/2 ulp also under ``jax_enable_x64``;
+beyond that it is ``exp(log C(a, b) - log C(c, d))`` with ``math.lgamma`` in float64
+(absolute log error ~1e-16 * log C, i.e. relative error < 1e-10 for n <= 10^6).
+Only then are tables cast to the caller's dtype.  Ratios whose true value
+underflows the target dtype become 0, which is the correctly rounded result.
 """
 
 from __future__ import annotations
@@ -19,6 +22,47 @@ import numpy as np
 import numpy.typing as npt
 
 _lgamma = np.frompyfunc(math.lgamma, 1, 1)
+
+# Binomial ratios with every argument <= EXACT_MAX_N are computed exactly with
+# Python integers (a table for n = 4096 takes a few ms); larger ones in log space.
+EXACT_MAX_N = 8192
+
+
+@functools.lru_cache(maxsize=64)
+def _comb_column(bottom: int, top_max: int) -> tuple[int, ...]:
+  """(C(0, b), C(1, b), ..., C(top_max, b)) as exact Python integers (b >= 0)."""
+  out = [0] * (top_max + 1)
+  if bottom <= top_max:
+    value = 1  # C(b, b)
+    out[bottom] = value
+    for j in range(bottom + 1, top_max + 1):
+      value = value * j // (j - bottom)
+      out[j] = value
+  return tuple(out)
+
+
+def _exact_comb(top: int, bottom: int, top_max: int) -> int:
+  if bottom < 0 or bottom > top:
+    return 0
+  return _comb_column(bottom, top_max)[top]
+
+
+def _exact_ratio(
+  top: np.ndarray, bottom: np.ndarray, n: int, k: int, complement: bool
+) -> np.ndarray:
+  """C(top, bottom)/C(n, k) (or 1 minus it), correctly rounded to float64."""
+  top_max = int(max(n, int(top.max(initial=0))))
+  denom = _exact_comb(n, k, top_max)
+  out = np.empty(top.shape, np.float64)
+  flat_top, flat_bottom, flat_out = top.ravel(), bottom.ravel(), out.reshape(-1)
+  for i in range(flat_top.size):
+    numer = _exact_comb(int(flat_top[i]), int(flat_bottom[i]), top_max)
+    flat_out[i] = (denom - numer) / denom if complement else numer / denom
+  return out
+
+
+def _use_exact(top: np.ndarray, n: int) -> bool:
+  return max(n, int(top.max(initial=0))) <= EXACT_MAX_N
 
 
 def log_binom(top: npt.ArrayLike, bottom: npt.ArrayLike) -> np.ndarray:
@@ -40,9 +84,28 @@ def log_binom(top: npt.ArrayLike, bottom: npt.ArrayLike) -> np.ndarray:
 def binom_ratio(
   top: npt.ArrayLike, bottom: npt.ArrayLike, n: int, k: int, *, scale: float = 1.0
 ) -> np.ndarray:
-  """``scale * C(top, bottom) / C(n, k)`` elementwise, in float64 (0 where C(top, bottom) = 0)."""
+  """``scale * C(top, bottom) / C(n, k)`` elementwise, in float64 (0 where C(top, bottom) = 0).
+
+  Requires 0 <= k <= n.  Correctly rounded (before ``scale``) for sizes up to
+  ``EXACT_MAX_N``; relative error ~1e-16 * log C(n, k) beyond.
+  """
+  t, b = np.broadcast_arrays(np.asarray(top, np.int64), np.asarray(bottom, np.int64))
+  if _use_exact(t, n):
+    return scale * _exact_ratio(t, b, n, k, complement=False)
   with np.errstate(over="ignore", under="ignore"):
-    return scale * np.exp(log_binom(top, bottom) - float(log_binom(n, k)))
+    return scale * np.exp(log_binom(t, b) - float(log_binom(n, k)))
+
+
+def binom_ratio_complement(top: npt.ArrayLike, bottom: npt.ArrayLike, n: int, k: int) -> np.ndarray:
+  """``1 - C(top, bottom) / C(n, k)`` elementwise in float64, without cancellation.
+
+  Exact (correctly rounded) for sizes up to ``EXACT_MAX_N``, else ``-expm1`` of the
+  log ratio, so it is accurate both near 0 and near 1.
+  """
+  t, b = np.broadcast_arrays(np.asarray(top, np.int64), np.asarray(bottom, np.int64))
+  if _use_exact(t, n):
+    return _exact_ratio(t, b, n, k, complement=True)
+  return -np.expm1(log_binom(t, b) - float(log_binom(n, k)))
 
 
 @functools.lru_cache(maxsize=256)

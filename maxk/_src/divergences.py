@@ -41,7 +41,8 @@ def kl_divergence(q: ArrayLike, p: ArrayLike) -> jax.Array:
   q_safe = jnp.where(pos, q_arr, 1.0)
   p_safe = jnp.where(pos, p_arr, 1.0)
   terms = jnp.where(pos, q_arr * (jnp.log(q_safe) - jnp.log(p_safe)), 0.0)
-  return jnp.sum(terms, axis=-1)
+  bad = jnp.any(jnp.isnan(q_arr) | jnp.isnan(p_arr), axis=-1)
+  return jnp.where(bad, jnp.nan, jnp.sum(terms, axis=-1))
 
 
 def _win_rate_row(_: object, q: jax.Array, p: jax.Array, r: jax.Array) -> jax.Array:

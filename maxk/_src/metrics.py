@@ -32,8 +32,7 @@ from maxk._src import sorting
 def _pass_at_k_table(n: int, k: int) -> np.ndarray:
   """T[c] = 1 - C(n-c, k)/C(n, k) for c = 0..n, in float64 (exact up to rounding)."""
   c = np.arange(n + 1)
-  log_ratio = combinatorics.log_binom(n - c, k) - combinatorics.log_binom(n, k)
-  return -np.expm1(log_ratio)
+  return combinatorics.binom_ratio_complement(n - c, k, n, k)
 
 
 def validate_correct(correct: ArrayLike, k: int) -> tuple[jax.Array, int, int]:
@@ -42,7 +41,11 @@ def validate_correct(correct: ArrayLike, k: int) -> tuple[jax.Array, int, int]:
   ``values`` is ``correct`` as a floating array.  Values outside {0, 1} raise
   ``ValueError`` when concrete (eager calls); under ``jit`` they cannot be seen.
   """
-  correct = jnp.asarray(correct)
+  try:
+    correct = jnp.asarray(correct)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"correct must be a bool or 0/1 numeric array: {e}") from e
+  checks.check_real(correct, "correct")
   if correct.ndim < 1:
     raise ValueError(f"correct must have the sample axis last; got shape {correct.shape}.")
   n = correct.shape[-1]

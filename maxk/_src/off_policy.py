@@ -205,4 +205,7 @@ def _off_policy(rewards: jax.Array, log_ratio: jax.Array, k: int, method: str) -
     (a_sorted,) = vjp(jnp.ones(rewards.shape[:-1], rewards.dtype))
   else:
     a_sorted = _first_order_sorted(r_sorted, jnp.expm1(lr_sorted), n, k)
-  return sorting.unsort_last(a_sorted, perm)
+  # A NaN reward or log-ratio makes its whole group NaN (other groups untouched).
+  return checks.nan_group(
+    jnp.where(jnp.isnan(log_ratio), jnp.nan, rewards), sorting.unsort_last(a_sorted, perm)
+  )

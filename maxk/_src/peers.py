@@ -2,7 +2,8 @@
 
 These are the baselines the max@k estimators are compared against in the studies:
 GRPO, RLOO, the max-minus-second estimator of max@n (Tang et al. 2025; verl's
-``grpo_passk``) and the analytic advantages of Pass@k Training (arXiv 2508.10751).
+``grpo_passk``), the analytic advantages of Pass@k Training (arXiv 2508.10751) and
+MaxRL's success-averaged estimator (arXiv 2602.02710).
 """
 
 from __future__ import annotations
@@ -18,38 +19,60 @@ from maxk._src import checks
 from maxk._src import combinatorics
 from maxk._src import metrics
 from maxk._src import sorted_kernels
-from maxk._src import sorting
 
 
-def _check_eps(eps: float | jax.Array) -> None:
-  """``eps`` may be traced (then it cannot be checked); a concrete value must be >= 0."""
-  if checks.is_concrete(eps) and not np.all(np.asarray(eps) >= 0):
-    raise ValueError(f"eps={eps!r} must be >= 0.")
+def _check_eps(eps: object) -> None:
+  """``eps`` may be traced (then it cannot be checked); a concrete value must be a real >= 0."""
+  if not checks.is_concrete(eps):
+    return
+  try:
+    arr = np.asarray(eps)
+    ok = arr.dtype.kind in "biuf" and bool(np.all(arr >= 0))
+  except (TypeError, ValueError):
+    ok = False
+  if not ok:
+    raise ValueError(f"eps={eps!r} must be a real number >= 0.")
 
 
-def grpo_advantages(rewards: ArrayLike, *, eps: float = 1e-6) -> jax.Array:
+def grpo_advantages(rewards: ArrayLike, *, eps: float = 1e-6, std_ddof: int = 0) -> jax.Array:
   """GRPO advantages (r_i − mean(r)) / (std(r) + eps) within each group.
 
-  Shao et al. 2024 (DeepSeekMath), outcome supervision.  ``std`` is the population
-  standard deviation (ddof = 0); a constant group gets exactly zero (and a finite,
-  zero gradient through the std).  Computed on rewards measured from the group
-  maximum, so a large common offset (say 1e6 + noise) keeps float32 accuracy.
+  Shao et al. 2024 (DeepSeekMath), outcome supervision.  ``std`` divides by
+  n − ``std_ddof``: 0 is the population std (the DeepSeekMath formula as usually
+  written), 1 the sample (unbiased-variance) std of ``torch.std``, which the
+  reference trainers use:
+
+  * verl (``compute_grpo_outcome_advantage``): ``std_ddof=1, eps=1e-6``;
+  * TRL (``GRPOTrainer``): ``std_ddof=1, eps=1e-4``.
+
+  verl's ``grpo_passk`` is :func:`max_minus_second_advantages` with its std
+  normalisation turned off.  A constant group gets exactly zero (and a finite,
+  zero gradient through the std); so does a group of n = 1 with ``std_ddof=1``,
+  whose sample std is undefined (verl instead passes such a score through
+  unchanged, and ``torch.std`` gives NaN).  Computed on rewards measured from the
+  group maximum and scaled by their range before squaring, so a large common
+  offset (1e6 + noise) keeps float32 accuracy and huge spreads do not overflow.
 
   Args:
     rewards: ``[..., n]`` rewards, samples on the last axis.
     eps: keyword-only, added to the std; must be >= 0.
+    std_ddof: keyword-only, 0 (population std, default) or 1 (sample std).
 
   Returns:
-    ``[..., n]`` advantages.
+    ``[..., n]`` advantages.  A NaN in a group makes that whole group NaN.
+
+  Raises:
+    ValueError: ``eps`` not a real number >= 0, or ``std_ddof`` not 0 or 1.
   """
   rewards = checks.as_float_array(rewards, "rewards")
   _check_eps(eps)
-  return _grpo(rewards, eps)
+  std_ddof = checks.check_int(std_ddof, "std_ddof", low=0, high=1)
+  return _grpo(rewards, eps, std_ddof)
 
 
-@jax.jit
-def _grpo(rewards: jax.Array, eps: float | jax.Array) -> jax.Array:
-  return sorted_kernels.zscore(rewards, eps=eps)
+@functools.partial(jax.jit, static_argnums=2)
+def _grpo(rewards: jax.Array, eps: float | jax.Array, ddof: int) -> jax.Array:
+  return sorted_kernels.zscore(rewards, eps=eps, ddof=ddof)
 
 
 def rloo_advantages(rewards: ArrayLike) -> jax.Array:
@@ -102,27 +125,37 @@ def max_minus_second_advantages(rewards: ArrayLike) -> jax.Array:
 
 @jax.jit
 def _max_minus_second(rewards: jax.Array) -> jax.Array:
-  r_sorted, _ = sorting.sort_last(rewards)
-  top = r_sorted[..., -1:]
-  second = r_sorted[..., -2:-1]
+  # Only the top value, its tie count and the largest value below it are needed:
+  # two reductions instead of a sort.  With a tied top the value is 0.
+  top = jnp.max(rewards, axis=-1, keepdims=True)
   is_top = rewards == top
   n_top = jnp.sum(is_top, axis=-1, keepdims=True)
-  value = (top - second) / jnp.maximum(n_top, 1)
+  below = jnp.max(jnp.where(is_top, -jnp.inf, rewards), axis=-1, keepdims=True)
+  value = jnp.where(n_top == 1, top - below, 0)
   out = jnp.where(is_top, value, 0)
   # A NaN anywhere in the group makes every entry of that group NaN.
   return jnp.where(jnp.isnan(top), jnp.nan, out)
 
 
 @functools.lru_cache(maxsize=256)
-def _pass_at_k_training_tables(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-  """For N_neg = 0..n: group mean R̄, and C(N_neg−1, k−1)/C(n−1, k−1)."""
+def _pass_at_k_training_tables(n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """Float64 tables over N_neg = 0..n: (Â_pos, Â_neg) at eps = 0, and 1/σ.
+
+  With f = 1 − R̄ = C(N_neg, k)/C(n, k) and C(N_neg−1, k−1)/C(n−1, k−1) = f·n/N_neg,
+  Â_pos = f/σ and Â_neg = (f − f·n/N_neg)/σ = −(n − N_neg)/N_neg · Â_pos, with
+  σ = sqrt(f (1 − f)): no difference of nearby numbers is formed.
+  """
   n_neg = np.arange(n + 1)
-  mean = -np.expm1(combinatorics.log_binom(n_neg, k) - combinatorics.log_binom(n, k))
-  if n >= 2:
-    ratio = combinatorics.binom_ratio(n_neg - 1, k - 1, n - 1, k - 1)
-  else:
-    ratio = (n_neg >= 1).astype(np.float64)
-  return mean, ratio
+  fail = combinatorics.binom_ratio(n_neg, k, n, k)
+  success = combinatorics.binom_ratio_complement(n_neg, k, n, k)
+  sigma = np.sqrt(fail * success)
+  positive = sigma > 0
+  safe = np.where(positive, sigma, 1.0)
+  pos = np.where(positive, fail / safe, 0.0)
+  neg = -np.where(positive, (n - n_neg) / np.maximum(n_neg, 1), 0.0) * pos
+  with np.errstate(divide="ignore"):
+    inv_sigma = np.where(positive, 1.0 / safe, np.inf)
+  return pos, neg, inv_sigma
 
 
 def pass_at_k_training_advantages(correct: ArrayLike, k: int, *, eps: float = 0.0) -> jax.Array:
@@ -135,7 +168,10 @@ def pass_at_k_training_advantages(correct: ArrayLike, k: int, *, eps: float = 0.
     Â_neg = (1 − R̄ − C(N_neg − 1, k − 1)/C(N − 1, k − 1)) / σ,
 
   with σ replaced by σ + eps.  Groups with σ = 0 get all zeros (their numerators are
-  0 as well).  Every ratio of binomials is a static float64 table indexed by N_neg.
+  0 as well).  Both advantages at eps = 0 are static float64 tables indexed by
+  N_neg (Â_neg = −(N − N_neg)/N_neg · Â_pos, so nothing cancels), cast once; eps
+  enters as the factor 1/(1 + eps/σ).  The float32 result is within 1e-6 of the
+  group's max |Â| for every n <= 256 and every k and N_neg (also as R̄ → 1).
 
   Args:
     correct: ``[..., n]`` bool or {0, 1}.
@@ -158,16 +194,59 @@ def _pass_at_k_training(values: jax.Array, k: int, eps: float | jax.Array) -> ja
   n = values.shape[-1]
   dtype = values.dtype
   count, index = metrics.count_correct(values)
-  mean_table, ratio_table = _pass_at_k_training_tables(n, k)
+  pos_table, neg_table, inv_sigma_table = _pass_at_k_training_tables(n, k)
   n_neg = n - index
-  mean = jnp.asarray(mean_table, dtype)[n_neg]
-  ratio = jnp.asarray(ratio_table, dtype)[n_neg]
-  std = jnp.sqrt(jnp.maximum(mean * (1 - mean), 0))
-  pos = 1 - mean
-  neg = 1 - mean - ratio
-  is_correct = values == 1
-  numer = jnp.where(is_correct, pos[..., None], neg[..., None])
-  denom = (std + eps)[..., None]
-  safe = jnp.where(denom > 0, denom, 1)
-  out = jnp.where((std > 0)[..., None], numer / safe, 0)
-  return jnp.where(jnp.isfinite(count)[..., None], out, jnp.nan)
+  pos = jnp.asarray(pos_table, dtype)[n_neg]
+  neg = jnp.asarray(neg_table, dtype)[n_neg]
+  inv_sigma = jnp.asarray(inv_sigma_table, dtype)[n_neg]
+  eps = jnp.asarray(eps, dtype)
+  factor = jnp.where(eps > 0, 1 / (1 + eps * inv_sigma), 1)
+  out = jnp.where(values == 1, (pos * factor)[..., None], (neg * factor)[..., None])
+  # A non-finite entry makes its whole group NaN.
+  return jnp.where(jnp.all(jnp.isfinite(values), axis=-1, keepdims=True), out, jnp.nan)
+
+
+def maxrl_advantages(correct: ArrayLike, *, control_variate: bool = True) -> jax.Array:
+  """MaxRL advantages for binary rewards (Tajwar et al., arXiv 2602.02710).
+
+  MaxRL truncates the expansion log p = −Σ_{k>=1} (1 − p)^k / k of the
+  log-likelihood of success at order T = n, i.e. it maximises
+  J_n = Σ_{k=1}^{n} pass@k / k (up to a constant), and estimates ∇J_n by
+  averaging the score over the K successful samples (the paper's Theorem 2):
+  g = (1/K) Σ_{i: correct} ∇log π(y_i), and 0 when K = 0.  Returned on the
+  per-sample loss scale of GRPO (Σ_i a_i ∇log π(y_i) / n estimates the gradient):
+
+  * ``control_variate=False``: a_i = n c_i / K (0 when K = 0).  Unbiased for
+    ∇ Σ_{k=1}^{n} pass@k / k.
+  * ``control_variate=True`` (the paper's practical form, default):
+    a_i = (c_i − c̄) / c̄, GRPO with the std replaced by the mean, and 0 when
+    c̄ = 0.  Subtracting the mean score only when K > 0 removes the last term:
+    it is unbiased for ∇ Σ_{k=1}^{n−1} pass@k / k (REINFORCE's target, pass@1,
+    at n = 2), as exact enumeration confirms.
+
+  Args:
+    correct: ``[..., n]`` bool or {0, 1}, samples on the last axis.
+    control_variate: keyword-only, see above.
+
+  Returns:
+    ``[..., n]`` advantages; a group with a non-finite entry is all NaN.
+
+  Raises:
+    ValueError: non-binary ``correct`` (eagerly) or a non-bool ``control_variate``.
+  """
+  if not isinstance(control_variate, (bool, np.bool_)):
+    raise ValueError(f"control_variate={control_variate!r} must be a bool.")
+  values, _, _ = metrics.validate_correct(correct, 1)
+  return _maxrl(values, bool(control_variate))
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _maxrl(values: jax.Array, control_variate: bool) -> jax.Array:
+  n = values.shape[-1]
+  count = jnp.sum(values, axis=-1, keepdims=True)
+  safe = jnp.where(count > 0, count, 1)
+  out = n * values / safe
+  if control_variate:
+    out = out - 1
+  out = jnp.where(count > 0, out, 0)
+  return jnp.where(jnp.all(jnp.isfinite(values), axis=-1, keepdims=True), out, jnp.nan)

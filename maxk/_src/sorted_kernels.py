@@ -102,24 +102,36 @@ def from_group_max(x: jax.Array) -> jax.Array:
   return x - lax.stop_gradient(finite_or_zero(top))
 
 
-def zscore(x: jax.Array, *, eps: float | jax.Array) -> jax.Array:
-  """(x − mean) / (std + eps) over the last axis, population std.
+def zscore(x: jax.Array, *, eps: float | jax.Array, ddof: int = 0) -> jax.Array:
+  """(x − mean) / (std + eps) over the last axis; std with ``n − ddof`` in the divisor.
 
   Computed on x measured from its group maximum (:func:`from_group_max`), so a
-  constant group gives exactly 0.  The std's gradient is taken as 0 where the
-  group is constant (instead of the NaN that d sqrt(v)/dv = ∞ times 0 would
-  give), so ``jax.grad`` stays finite.
+  constant group gives exactly 0, and divided by the group's largest |x − max|
+  before squaring, so that the variance cannot overflow (float32 [0, 1e20, 0, 1e20]
+  and float16 [0, 600, 0, 600] give exactly ±1).  The result does not depend on
+  that scale, which therefore carries no gradient.  The std's gradient is taken
+  as 0 where the group is constant (instead of the NaN that d sqrt(v)/dv = ∞
+  times 0 would give), so ``jax.grad`` stays finite.  Where std + eps is 0 (a
+  constant group with eps = 0, or n <= ddof) the result is 0.
 
   Args:
     x: ``[..., n]`` values.
     eps: keyword-only, added to the std.
+    ddof: keyword-only, 0 (population std) or 1 (sample std).
 
   Returns:
     ``[..., n]`` standardised values.
   """
+  n = x.shape[-1]
   x = from_group_max(x)
+  spread = -jnp.min(x, axis=-1, keepdims=True)
+  spread = lax.stop_gradient(jnp.where(jnp.isfinite(spread) & (spread > 0), spread, 1))
+  x = x / spread
   centred = x - jnp.mean(x, axis=-1, keepdims=True)
-  var = jnp.mean(jnp.square(centred), axis=-1, keepdims=True)
+  sq = jnp.sum(jnp.square(centred), axis=-1, keepdims=True)
+  var = sq / (n - ddof) if n > ddof else jnp.zeros_like(sq)
   positive = var > 0
   std = jnp.where(positive, jnp.sqrt(jnp.where(positive, var, 1)), 0)
-  return centred / (std + eps)
+  denom = std + eps / spread
+  safe = jnp.where(denom > 0, denom, 1)
+  return jnp.where(denom > 0, centred / safe, jnp.where(jnp.isnan(denom), jnp.nan, 0))

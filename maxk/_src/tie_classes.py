@@ -72,7 +72,8 @@ def collision_row(_: object, p: jax.Array, r: jax.Array) -> jax.Array:
 def top_class_mass_row(_: object, p: jax.Array, r: jax.Array) -> jax.Array:
   """Mass of the highest-reward class with positive probability (a ``rowwise`` function)."""
   classes = tie_classes(p, r)
-  return jnp.max(jnp.where((classes.p > 0) & (classes.S == 0), classes.c, 0.0))
+  mass = jnp.max(jnp.where((classes.p > 0) & (classes.S == 0), classes.c, 0.0))
+  return jnp.where(jnp.any(jnp.isnan(classes.p)), jnp.nan, mass)  # NaN row stays NaN.
 
 
 def reward_collision_probability(probs: ArrayLike, rewards: ArrayLike) -> jax.Array:

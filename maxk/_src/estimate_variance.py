@@ -1,0 +1,184 @@
+"""Unbiased estimates of the sampling variance of the max@k and pass@k estimators.
+
+:func:`maxk.max_at_k` is a U-statistic of order k with kernel h(I) = max_{i∈I} r_i:
+M̂ = (1/C(n,k)) Σ_{|I|=k} h(I).  Its sampling variance over n i.i.d. draws is
+Var(M̂) = E[M̂²] − θ², θ = max@k.  θ² has the unbiased estimate
+
+  T = (1/(C(n,k) C(n−k,k))) Σ_{(I,J) disjoint, |I|=|J|=k} h(I) h(J),
+
+(E[h(I) h(J)] = θ² when I and J share no sample), so V̂ = M̂² − T is unbiased for
+Var(M̂) whenever n >= 2k (Hoeffding 1948).
+
+Gap form.  In ascending order r_(1) <= ... <= r_(n), the pairs with max I = a < b =
+max J number C(a−1,k−1) C(b−1−k,k−1), so V̂ is a quadratic form in the sorted
+rewards whose rows sum to 0 (V̂ is shift invariant).  Rewriting it in the gaps
+d_m = r_(m+1) − r_(m) >= 0, m = 1..n−1, the coefficient of d_m d_m' factorises:
+
+  V̂ = Σ_{m,m'} p_{min(m,m')} γ_{max(m,m')} d_m d_m'
+    = Σ_m γ_m d_m (p_m d_m + 2 Σ_{m'<m} p_m' d_m'),
+
+  p_m = C(m,k)/C(n,k),   γ_m = C(m,k)/C(n,k) − C(m−k,k)/C(n−k,k).
+
+(The pairs with max I <= m < max J give p_m via the hockey-stick identity
+Σ_{a<=m} C(a−1,k−1) = C(m,k); the same identity on the J side gives γ.)  Every
+p_m, γ_m is >= 0 (γ_m >= 0 because (m−i)/(n−i) >= (m−k−i)/(n−k−i)), so V̂ is a sum
+of non-negative terms: this unbiased variance estimate is never negative, it is 0
+exactly when the top n−k+1 sorted rewards are equal (every k-subset then has the
+same maximum), and it is computed without cancellation, to a relative error of
+about n·ε in float32 whatever the offset of the rewards.  For k = 1 it is s²/n,
+the unbiased sample variance of the mean.
+
+References: Hoeffding, "A Class of Statistics with Asymptotically Normal
+Distribution", Ann. Math. Statist. 1948 (U-statistic variance); Walder & Karkhanis,
+"Pass@K Policy Optimization", arXiv 2505.15201, Eq. 3 and Eqs. 12-14 (the estimators).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.typing import ArrayLike
+import numpy as np
+
+from maxk._src import checks
+from maxk._src import combinatorics
+from maxk._src import metrics
+from maxk._src import sorted_kernels
+from maxk._src import sorting
+
+
+def _check_two_subsets(k: int, n: int) -> None:
+  if 2 * k > n:
+    raise ValueError(
+      f"k={k} must satisfy 1 <= k <= n/2 with n={n} samples: the unbiased variance"
+      " estimate averages over pairs of disjoint k-subsets, so it needs n >= 2k."
+    )
+
+
+def _log_ratio_gap(log_p: np.ndarray, log_q: np.ndarray) -> np.ndarray:
+  """exp(log_p) − exp(log_q) for log_q <= log_p, without cancellation (0 where p = 0)."""
+  with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+    p = np.exp(log_p)
+    gap = p * -np.expm1(np.minimum(log_q - log_p, 0.0))
+  return np.where(np.isfinite(log_p), gap, 0.0)
+
+
+@functools.lru_cache(maxsize=256)
+def _gap_tables(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+  """(p, γ) over gaps m = 1..n−1, float64, with V̂ = Σ_m γ_m d_m (p_m d_m + 2 Σ_{m'<m} p_m' d_m').
+
+  p_m = C(m,k)/C(n,k) and γ_m = C(m,k)/C(n,k) − C(m−k,k)/C(n−k,k), both in [0, 1];
+  the difference is formed in log space, so it is accurate even where p ≈ q.
+  """
+  m = np.arange(1, n)
+  log_p = combinatorics.log_binom(m, k) - combinatorics.log_binom(n, k)
+  log_q = combinatorics.log_binom(m - k, k) - combinatorics.log_binom(n - k, k)
+  with np.errstate(under="ignore"):
+    p = np.exp(log_p)
+  return p, _log_ratio_gap(log_p, log_q)
+
+
+@functools.lru_cache(maxsize=256)
+def _pass_variance_table(n: int, k: int) -> np.ndarray:
+  """V[c] = p(p − q), p = C(n−c,k)/C(n,k), q = C(n−c−k,k)/C(n−k,k), c = 0..n (float64)."""
+  c = np.arange(n + 1)
+  log_p = combinatorics.log_binom(n - c, k) - combinatorics.log_binom(n, k)
+  log_q = combinatorics.log_binom(n - c - k, k) - combinatorics.log_binom(n - k, k)
+  with np.errstate(under="ignore"):
+    p = np.exp(log_p)
+  return p * _log_ratio_gap(log_p, log_q)
+
+
+def max_at_k_variance(rewards: ArrayLike, k: int) -> jax.Array:
+  """Unbiased estimate of Var(M̂), the sampling variance of :func:`maxk.max_at_k`.
+
+  With M̂ the max@k estimate from the n samples of a group and T the mean of
+  max_I r · max_J r over ordered pairs of disjoint k-subsets (I, J), the estimate is
+  V̂ = M̂² − T, unbiased for E[M̂²] − (max@k)² (U-statistic theory).  It is
+  evaluated in the equivalent gap form V̂ = Σ_m γ_m d_m (p_m d_m + 2 Σ_{m'<m} p_m' d_m')
+  over the sorted gaps d_m = r_(m+1) − r_(m), with static float64 coefficients
+  p_m = C(m,k)/C(n,k) and γ_m = C(m,k)/C(n,k) − C(m−k,k)/C(n−k,k) (module
+  docstring).  All terms are non-negative, so V̂ >= 0 always (unbiased and never
+  negative: no clipping is involved), it is invariant to adding a constant to the
+  group, and it is accurate in float32 to a relative error of about n·ε.  For
+  k = 1 it is s²/n with s² the unbiased sample variance.  Cost O(n log n) per group
+  (one sort, one cumulative sum).
+
+  Args:
+    rewards: ``[..., n]`` float rewards; samples on the last axis.  Ties are
+      allowed; -inf rewards are allowed while fewer than k of them are present
+      (with k or more, max@k is -inf and the variance +inf).
+    k: static int, ``1 <= k <= n/2``.
+
+  Returns:
+    ``[...]`` variance estimates (>= 0).  A NaN in a group makes that group's
+    estimate NaN only.
+
+  Raises:
+    ValueError: if ``k`` is not an int with 2k <= n, or ``rewards`` is a scalar.
+
+  References: Hoeffding 1948 (U-statistic variance); Walder & Karkhanis,
+  arXiv 2505.15201, Eqs. 12-14 (the estimator M̂).
+  """
+  rewards = checks.as_float_array(rewards, "rewards")
+  n = rewards.shape[-1]
+  k = checks.check_int(k, "k", low=1, high=n, high_name="n")
+  _check_two_subsets(k, n)
+  return _max_at_k_variance(rewards, k)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _max_at_k_variance(rewards: jax.Array, k: int) -> jax.Array:
+  n = rewards.shape[-1]
+  p, gamma = _gap_tables(n, k)
+  r_sorted, _ = sorting.sort_last(rewards)
+  lower, upper = r_sorted[..., :-1], r_sorted[..., 1:]
+  # Equal neighbours give an exact 0 gap (also for tied ±inf, where inf − inf = NaN).
+  gaps = jnp.where(upper == lower, 0, upper - lower)
+  weighted = sorted_kernels.scaled(p, gaps)  # p_m d_m >= 0
+  inner = weighted + 2 * sorted_kernels.exclusive_prefix_sum(weighted)
+  return jnp.sum(sorted_kernels.scaled(gamma, gaps) * inner, axis=-1)
+
+
+def pass_at_k_variance(correct: ArrayLike, k: int) -> jax.Array:
+  """Unbiased estimate of the sampling variance of :func:`maxk.pass_at_k`.
+
+  For {0, 1} samples with c correct out of n, the U-statistic variance estimate
+  of :func:`max_at_k_variance` has the closed form
+
+    V̂ = p (p − q),   p = C(n−c,k)/C(n,k),   q = C(n−c−k,k)/C(n−k,k),
+
+  where p = 1 − pass@k estimate is the fraction of k-subsets with no correct
+  sample and p·q the fraction of disjoint pairs of k-subsets that both fail, so
+  V̂ = (1 − p)² − (1 − 2p + pq).  It is unbiased for Var(pass@k estimate) when
+  n >= 2k, lies in [0, 1/4], and is read from a static float64 table indexed by c
+  (the difference p − q is formed in log space), so it is correctly rounded in
+  float32.  Cost O(n) per group (the count).
+
+  Args:
+    correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
+    k: static int, ``1 <= k <= n/2``.
+
+  Returns:
+    ``[...]`` variance estimates.  A group with a non-finite entry returns NaN.
+
+  Raises:
+    ValueError: if ``k`` is not an int with 2k <= n, or ``correct`` is not {0, 1}.
+
+  References: Hoeffding 1948 (U-statistic variance); Chen et al., "Evaluating Large
+  Language Models Trained on Code", arXiv 2107.03374 (the pass@k estimator);
+  Walder & Karkhanis, arXiv 2505.15201, Eq. 3.
+  """
+  values, n, k = metrics.validate_correct(correct, k)
+  _check_two_subsets(k, n)
+  return _pass_at_k_variance(values, k)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _pass_at_k_variance(values: jax.Array, k: int) -> jax.Array:
+  n = values.shape[-1]
+  count, index = metrics.count_correct(values)
+  table = jnp.asarray(_pass_variance_table(n, k), dtype=values.dtype)
+  return jnp.where(jnp.isfinite(count), table[index], jnp.nan)
