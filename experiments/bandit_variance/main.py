@@ -23,10 +23,21 @@ _POLICIES = flags.DEFINE_list(
   list(study.POLICIES),
   "Policies to study: 'gaussian' (PKPO's toy) and/or 'categorical' (softmax bandit).",
 )
+_OBJECTIVES = flags.DEFINE_list(
+  "objectives",
+  list(study.OBJECTIVES),
+  "Objectives: 'max' (max@k, both policies, every --estimators) and the rank objectives "
+  "'top_m' (mean of the top --top_m of k), 'min' (min@k) and 'maxrl' (sum_{j<=k} pass@j / j "
+  "on reward >= --pass_threshold) on the categorical bandit with the baselines none, loo, "
+  "loo_centered (and MaxRL's peers for maxrl).",
+)
+_TOP_M = flags.DEFINE_integer(
+  "top_m", 2, "The m of the 'top_m' objective (>= 1; cells with k < m are skipped)."
+)
 _ESTIMATORS = flags.DEFINE_list(
   "estimators",
   ["all"],
-  f"Estimators to compare ('all' or a subset of {list(estimators_lib.ESTIMATOR_NAMES)}).",
+  f"max@k estimators to compare ('all' or a subset of {list(estimators_lib.ESTIMATOR_NAMES)}).",
 )
 _NS = flags.DEFINE_list("ns", ["4", "8", "16", "32"], "Group sizes n (integers >= 2).")
 _KS = flags.DEFINE_list(
@@ -88,6 +99,17 @@ flags.register_validator(
   lambda v: bool(v) and set(v) <= set(study.POLICIES) and len(set(v)) == len(v),
   f"--policies must list distinct names from {list(study.POLICIES)}.",
 )
+flags.register_validator(
+  "objectives",
+  lambda v: bool(v) and set(v) <= set(study.OBJECTIVES) and len(set(v)) == len(v),
+  f"--objectives must list distinct names from {list(study.OBJECTIVES)}.",
+)
+flags.register_validator("top_m", lambda v: v >= 1, "--top_m must be an integer >= 1.")
+flags.register_multi_flags_validator(
+  ["objectives", "policies"],
+  lambda v: "max" in v["objectives"] or "categorical" in v["policies"],
+  "--objectives without 'max' need 'categorical' in --policies (rank objectives run there).",
+)
 flags.register_validator("estimators", _estimator_names)
 flags.register_validator("ns", _int_list_at_least(2), "--ns must list integers n >= 2.")
 flags.register_validator("ks", _int_list_at_least(1), "--ks must list integers k >= 1.")
@@ -126,5 +148,7 @@ def main(argv):
     logit_scale=_LOGIT_SCALE.value,
     categorical_shift=_CATEGORICAL_SHIFT.value,
     pass_threshold=_PASS_THRESHOLD.value,
+    objectives=_OBJECTIVES.value,
+    top_m=_TOP_M.value,
   )
   logging.info("Wrote %d rows to %s in %.1f s.", len(rows), out_dir, time.time() - start)

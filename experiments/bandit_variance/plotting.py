@@ -1,7 +1,9 @@
 """Figures of the bandit variance study: variance and bias vs n, one column per k.
 
-Both figures read the ``results.csv`` rows of
-:func:`experiments.bandits.variance.run_study` for one policy.
+The max@k figures read the ``results.csv`` rows of
+:func:`experiments.bandits.variance.run_study` for one policy; ``plot_objective``
+reads the rows of one rank objective; ``plot_variance_check`` the rows of
+``variance_check.csv``.
 
 References: PKPO, arXiv 2505.15201, Fig. 4.
 """
@@ -15,15 +17,18 @@ import numpy as np
 
 from experiments import estimators as estimators_lib
 
+_KNOWN = frozenset(estimators_lib.ESTIMATOR_NAMES)
+
 
 def _style(names: Sequence[str]) -> dict[str, dict[str, Any]]:
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 
   cmap = plt.get_cmap("tab20")
   markers = "osD^v<>phX*"
+  every = list(estimators_lib.ESTIMATOR_NAMES) + [n for n in names if n not in _KNOWN]
   return {
     name: {"color": cmap(i % 20), "marker": markers[i % len(markers)]}
-    for i, name in enumerate(estimators_lib.ESTIMATOR_NAMES)
+    for i, name in enumerate(every)
     if name in names
   }
 
@@ -131,3 +136,97 @@ def plot_bias(rows: Sequence[dict[str, Any]], policy: str, path: str) -> None:
       )
       ax.grid(True, which="both", alpha=0.3)
   _finish_figure(plt, fig, axes[1, 0], path)
+
+
+def plot_objective(rows: Sequence[dict[str, Any]], objective: str, path: str) -> None:
+  """One rank objective: variance (top) and relative bias +-2 s.e. (bottom) vs n, per k.
+
+  Reads the ``results.csv`` rows of that objective (every policy present; the
+  rank objectives run on the categorical bandit).
+  """
+  import matplotlib  # pylint: disable=g-import-not-at-top
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+
+  rows = _select(rows, objective=objective)
+  ks = sorted({r["k"] for r in rows})
+  names = list(dict.fromkeys(r["estimator"] for r in rows))
+  style = _style(names)
+  fig, axes = plt.subplots(2, len(ks), figsize=(4.5 * len(ks) + 2.5, 7.5), squeeze=False)
+  for c, k in enumerate(ks):
+    for j, name in enumerate(names):
+      for policy in dict.fromkeys(r["policy"] for r in rows):
+        sel = sorted(_select(rows, k=k, estimator=name, policy=policy), key=lambda r: r["n"])
+        keep = [r for r in sel if np.isfinite(r["variance"]) and r["variance"] > 0]
+        if keep:
+          axes[0, c].plot(
+            [r["n"] for r in keep], [r["variance"] for r in keep], label=name, **style[name]
+          )
+        scale = [abs(r["exact_gradient"]) or 1.0 for r in sel]
+        axes[1, c].errorbar(
+          [r["n"] * 2 ** (0.04 * (j - len(names) / 2)) for r in sel],
+          [r["bias"] / s for r, s in zip(sel, scale)],
+          yerr=[2 * r["stderr"] / s for r, s in zip(sel, scale)],
+          capsize=2,
+          markersize=4,
+          **style[name],
+        )
+    axes[0, c].set_yscale("log")
+    axes[0, c].set_ylabel("variance (sum over coords)")
+    axes[1, c].axhline(0.0, color="k", linewidth=0.8)
+    axes[1, c].set_ylabel("|bias| / |exact gradient|  (+-2 s.e.)")
+    for ax in axes[:, c]:
+      ax.set_xscale("log", base=2)
+      ax.set_xlabel("n (samples per group)")
+      ax.set_title(f"objective {objective}, k={k}")
+      ax.grid(True, which="both", alpha=0.3)
+  _finish_figure(plt, fig, axes[0, 0], path)
+
+
+def plot_variance_check(rows: Sequence[dict[str, Any]], path: str) -> None:
+  """Mean estimated variance vs empirical variance (+-2 s.e. bars), one panel per statistic.
+
+  Reads the ``variance_check.csv`` rows; unbiased variance estimators lie on y = x.
+  """
+  import matplotlib  # pylint: disable=g-import-not-at-top
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+
+  statistics = list(dict.fromkeys(r["statistic"] for r in rows))
+  policies = list(dict.fromkeys(r["policy"] for r in rows))
+  ks = sorted({r["k"] for r in rows})
+  markers = "osD^v<>phX*"
+  fig, axes = plt.subplots(
+    1, len(statistics), figsize=(5.5 * len(statistics) + 2.5, 5), squeeze=False
+  )
+  for ax, statistic in zip(axes[0], statistics):
+    for p, policy in enumerate(policies):
+      for i, k in enumerate(ks):
+        sel = _select(rows, statistic=statistic, policy=policy, k=k)
+        if not sel:
+          continue
+        ax.errorbar(
+          [r["empirical_variance"] for r in sel],
+          [r["mean_estimated_variance"] for r in sel],
+          xerr=[2 * r["empirical_variance_stderr"] for r in sel],
+          yerr=[2 * r["mean_estimated_variance_stderr"] for r in sel],
+          linestyle="none",
+          marker=markers[i % len(markers)],
+          color=f"C{p}",
+          capsize=2,
+          label=f"{policy}, k={k}",
+        )
+    values = [r[c] for r in rows for c in ("empirical_variance", "mean_estimated_variance")]
+    values = [v for v in values if np.isfinite(v) and v > 0]
+    if values:
+      lo, hi = min(values) / 1.5, max(values) * 1.5
+      ax.plot([lo, hi], [lo, hi], color="k", linewidth=0.8, label="y = x")
+      ax.set_xscale("log")
+      ax.set_yscale("log")
+    ax.set_xlabel("empirical variance of the estimates over replicates")
+    ax.set_ylabel("mean of the estimated variance")
+    ax.set_title(f"{statistic}: one point per (n, k)")
+    ax.grid(True, which="both", alpha=0.3)
+  _finish_figure(plt, fig, axes[0, 0], path)

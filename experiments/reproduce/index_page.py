@@ -36,6 +36,17 @@ CAPTIONS = {
   "for the unbiased estimators; mean_std, GRPO and first-order off-policy are biased).",
   "bandit_variance/bias_categorical.png": "Softmax bandit: bias in standard errors for every "
   "estimator.",
+  "bandit_variance/objective_top_m.png": "Softmax bandit, mean of the top m of k draws: "
+  "gradient variance and bias (+-2 s.e.) of the none / loo / loo_centered baselines of "
+  "maxk.order_stat_advantages against the exact gradient.",
+  "bandit_variance/objective_min.png": "Softmax bandit, min@k (the worst of k draws; pass^k on "
+  "binary rewards): gradient variance and bias (+-2 s.e.) of the rank-objective baselines.",
+  "bandit_variance/objective_maxrl.png": "Softmax bandit, MaxRL's sum_{j<=k} pass@j / j on "
+  "binarised rewards: the unbiased rank-objective baselines beside MaxRL's own estimator, "
+  "which targets sum_{j<n} pass@j / j (unbiased only at k = n - 1; maxrl_no_cv at k = n).",
+  "bandit_variance/variance_check.png": "Check of the variance estimators: the mean over "
+  "replicates of maxk.max_at_k_variance / pass_at_k_variance against the empirical variance "
+  "of max_at_k / pass_at_k (+-2 s.e.); unbiased estimators lie on y = x.",
   "bandit_training/curves_easy.png": "Easy bandit: exact max@k / pass@k during training for "
   "each estimator and k_opt.",
   "bandit_training/curves_hard.png": "Hard bandit (rare best arm next to a decoy): larger "

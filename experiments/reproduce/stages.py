@@ -74,10 +74,11 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
     ),
     Stage(
       "bandit_variance",
-      "bias and variance of every max@k gradient estimator (PKPO Fig. 4)",
+      "bias and variance of every max@k gradient estimator (PKPO Fig. 4), of the estimators "
+      "of top-m, min@k and MaxRL's mixture, and a check of the variance estimators",
       "experiments.bandit_variance",
       s + var,
-      90,
+      110,
     ),
     Stage(
       "bandit_training",

@@ -42,13 +42,23 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
   return "\n".join(lines)
 
 
-def variance_table(rows: Sequence[Mapping[str, str]], policy: str) -> Table | None:
+_OBJECTIVE_TITLES = {
+  "top_m": "mean of the top m of k (top_m)",
+  "min": "min@k",
+  "maxrl": "MaxRL's sum_{j<=k} pass@j / j",
+}
+
+
+def variance_table(
+  rows: Sequence[Mapping[str, str]], policy: str, objective: str = "max"
+) -> Table | None:
   """Estimator x n table of the gradient variance at one k, for ``bandit_variance``.
 
+  Rows of one policy and objective (rows without an ``objective`` column are max@k).
   k is the largest k > 1 that every n has, else the largest k below the largest n.
   The last column is the largest |bias_z| over every k of the estimator.
   """
-  rows = [r for r in rows if r["policy"] == policy]
+  rows = [r for r in rows if r["policy"] == policy and r.get("objective", "max") == objective]
   if not rows:
     return None
   ks = sorted({int(r["k"]) for r in rows})
@@ -62,9 +72,33 @@ def variance_table(rows: Sequence[Mapping[str, str]], policy: str) -> Table | No
     table.append([estimator] + [cells.get(n, "") for n in ns] + [max(bias_z) if bias_z else ""])
   header = ["estimator"] + [f"var n={n}" for n in ns] + ["max abs bias_z"]
   setting = " (PKPO's toy, Fig. 4)" if policy == "gaussian" else " (softmax bandit)"
+  target = "" if objective == "max" else f" of {_OBJECTIVE_TITLES.get(objective, objective)}"
   title = (
-    f"Gradient variance of each estimator vs n, {policy} policy{setting}, k={k}; "
+    f"Gradient variance{target} of each estimator vs n, {policy} policy{setting}, k={k}; "
     "max |bias_z| (bias in standard errors over every k) > 3 flags a biased estimator."
+  )
+  return title, markdown_table(header, table)
+
+
+def variance_check_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
+  """``bandit_variance``'s variance_check.csv: estimated vs empirical variance per cell."""
+  if not rows:
+    return None
+  columns = (
+    "empirical_variance",
+    "empirical_variance_stderr",
+    "mean_estimated_variance",
+    "mean_estimated_variance_stderr",
+    "z",
+  )
+  table = [[r["policy"], r["statistic"], r["n"], r["k"]] + [r[c] for c in columns] for r in rows]
+  header = ["policy", "statistic", "n", "k", "empirical var", "s.e.", "mean estimated var"]
+  header += ["s.e.", "z"]
+  title = (
+    "Check of maxk.max_at_k_variance / maxk.pass_at_k_variance: the empirical variance of "
+    "the estimates over replicates beside the mean of their estimated variance; z (their "
+    "difference in standard errors added in quadrature) is within about +-3 for unbiased "
+    "variance estimators."
   )
   return title, markdown_table(header, table)
 
@@ -148,6 +182,10 @@ def stage_tables(out_dir: str, stage: str) -> list[Table]:
     elif stage == "bandit_variance" and os.path.exists(path):
       rows = read_csv(path)
       tables += [variance_table(rows, "gaussian"), variance_table(rows, "categorical")]
+      tables += [variance_table(rows, "categorical", o) for o in _OBJECTIVE_TITLES]
+      check_path = os.path.join(stage_dir, "variance_check.csv")
+      if os.path.exists(check_path):
+        tables.append(variance_check_table(read_csv(check_path)))
     elif stage == "bandit_training" and os.path.exists(path):
       tables.append(training_table(read_csv(path)))
     elif stage == "lm" and os.path.exists(path):

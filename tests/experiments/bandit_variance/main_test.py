@@ -27,6 +27,7 @@ def test_binary_end_to_end(tmp_path):
   rows = _run(out, "--ns=2,4", "--ks=2")
   for column in (
     "policy",
+    "objective",
     "estimator",
     "n",
     "k",
@@ -39,10 +40,18 @@ def test_binary_end_to_end(tmp_path):
     "expected_unbiased",
   ):
     assert column in rows[0]
-  assert {r["estimator"] for r in rows} == set(estimators_lib.ESTIMATOR_NAMES)
-  assert {r["policy"] for r in rows} == {"gaussian", "categorical"}
+  max_rows = [r for r in rows if r["objective"] == "max"]
+  assert {r["estimator"] for r in max_rows} == set(estimators_lib.ESTIMATOR_NAMES)
+  assert {r["policy"] for r in max_rows} == {"gaussian", "categorical"}
   # 2 policies x 2 (n, k) cells x 11 estimators.
-  assert len(rows) == 2 * 2 * 11
+  assert len(max_rows) == 2 * 2 * 11
+  # Rank objectives on the categorical bandit: 2 cells x (3 + 3 + 5) estimators.
+  rank_rows = [r for r in rows if r["objective"] != "max"]
+  assert {r["policy"] for r in rank_rows} == {"categorical"}
+  assert len(rank_rows) == 2 * (3 + 3 + 5)
+  assert {(r["objective"], r["estimator"]) for r in rank_rows} == {
+    (o, e) for o in ("top_m", "min", "maxrl") for e in ("none", "loo", "loo_centered")
+  } | {("maxrl", "maxrl"), ("maxrl", "maxrl_no_cv")}
   for r in rows:
     values = {c: float(r[c]) for c in ("mean", "bias", "variance", "stderr", "exact_gradient")}
     assert all(math.isfinite(v) for v in values.values()), r
@@ -60,10 +69,28 @@ def test_binary_end_to_end(tmp_path):
   for policy in ("gaussian", "categorical"):
     assert (out / f"variance_{policy}.png").stat().st_size > 0
     assert (out / f"bias_{policy}.png").stat().st_size > 0
+  for objective in ("top_m", "min", "maxrl"):
+    assert (out / f"objective_{objective}.png").stat().st_size > 0
+  # The variance check: cells with n >= 2k only, i.e. (n, k) = (4, 2), per policy and statistic.
+  with open(out / "variance_check.csv") as f:
+    check = list(csv.DictReader(f))
+  assert [(r["policy"], r["statistic"], r["n"], r["k"]) for r in check] == [
+    (p, s, "4", "2") for p in ("gaussian", "categorical") for s in ("max_at_k", "pass_at_k")
+  ]
+  for r in check:
+    assert all(
+      math.isfinite(float(r[c])) for c in ("empirical_variance", "mean_estimated_variance")
+    )
+  assert (out / "variance_check.png").stat().st_size > 0
   # Same seed and flags: identical results (a cell's draws do not depend on which
   # other estimators or cells run, so a sub-run reproduces its rows).
   rows_again = _run(
-    tmp_path / "again", "--ns=2", "--ks=2", "--policies=gaussian", "--estimators=loo_minus_one"
+    tmp_path / "again",
+    "--ns=2",
+    "--ks=2",
+    "--policies=gaussian",
+    "--estimators=loo_minus_one",
+    "--objectives=max",
   )
   assert rows_again == [
     r
@@ -104,12 +131,28 @@ def test_flag_validation():
     "--policies=gaussian,uniform": "--policies",
     "--estimators=loo,magic": "magic",
     "--estimators=loo,loo": "repeat",
+    "--objectives=max,median": "--objectives",
+    "--objectives=min,min": "--objectives",
+    "--objectives=": "--objectives",
+    "--top_m=0": "--top_m",
   }
   argvs = [["--out_dir=unused", arg] for arg in cases]
+  argvs.append(["--out_dir=unused", "--objectives=min,maxrl", "--policies=gaussian"])
   argvs.append(["--out_dir=unused", "--ns=2", "--ks=4"])
-  argvs.append(["--out_dir=unused", "--ns=2,4", "--ks=1,8", "--sigma=0.5", "--estimators=all"])
+  argvs.append(
+    [
+      "--out_dir=unused",
+      "--ns=2,4",
+      "--ks=1,8",
+      "--sigma=0.5",
+      "--estimators=all",
+      "--objectives=min,maxrl",
+      "--top_m=3",
+    ]
+  )
   errors = binaries.flag_errors(MAIN, argvs)
   for (arg, name), error in zip(cases.items(), errors):
     assert error is not None and name in error, (arg, error)
+  assert "--objectives" in errors[-3] and "categorical" in errors[-3]
   assert "k <= n" in errors[-2]
   assert errors[-1] is None

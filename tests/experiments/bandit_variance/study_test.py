@@ -55,6 +55,31 @@ def test_run_writes_results_and_figures(tmp_path):
     (3, "grpo"),
   ]
   header = (tmp_path / "results.csv").read_text().splitlines()[0].split(",")
-  assert header[:4] == ["policy", "estimator", "n", "k"]
+  assert header[:5] == ["policy", "objective", "estimator", "n", "k"]
+  assert {r["objective"] for r in rows} == {"max"}  # The Gaussian toy keeps max@k only.
+  assert not (tmp_path / "variance_check.csv").exists()  # No cell with n >= 2k.
   assert (tmp_path / "variance_gaussian.png").stat().st_size > 0
   assert (tmp_path / "bias_gaussian.png").stat().st_size > 0
+
+
+def test_run_rejects_unknown_or_empty_objectives(tmp_path):
+  kwargs = dict(
+    policies=["gaussian"],
+    estimators=["loo"],
+    ns=[2],
+    ks=[1],
+    num_replicates=2,
+    seed=0,
+    theta=1.0,
+    sigma=0.1,
+    gaussian_shift=0.05,
+    num_arms=3,
+    logit_scale=1.0,
+    categorical_shift=0.5,
+    pass_threshold=0.5,
+    show_progress=False,
+  )
+  with pytest.raises(ValueError, match="must name some of"):
+    study.run(str(tmp_path), objectives=["median"], **kwargs)
+  with pytest.raises(ValueError, match="give no row"):
+    study.run(str(tmp_path), objectives=["min"], **kwargs)

@@ -37,6 +37,8 @@ def test_smoke_run_writes_index_with_every_figure(tmp_path):
     assert index_page.caption(png), png
   assert "SMOKE" in index_md
   assert "| estimator | var n=4 | var n=8 | max abs bias_z |" in index_md  # PKPO Fig. 4.
+  assert "Gradient variance of min@k of each estimator" in index_md  # Rank objectives.
+  assert "| policy | statistic | n | k | empirical var | s.e. | mean estimated var |" in index_md
   assert "| bandit | estimator | k_opt schedule | max@1 | max@4 |" in index_md
   assert "table unavailable" not in index_md
   assert "<table>" in index_html

@@ -46,3 +46,25 @@ def test_malformed_results_become_a_note_not_a_crash(tmp_path):
   stage = next(s for s in stages_lib.stages(seed=0, smoke=True) if s.name == "lm")
   md, _ = index_page.write_index(str(tmp_path), [stage], {"lm": ("ok", 1.0)})
   assert "(table unavailable: KeyError: 'method')" in open(md).read()
+
+
+def test_bandit_variance_tables_per_objective_and_variance_check(tmp_path):
+  header = ["policy", "objective", "estimator", "n", "k", "variance", "bias_z"]
+  rows = [
+    ["categorical", "max", "none", 4, 2, 1.5, 0.1],
+    ["categorical", "min", "loo", 4, 2, 0.25, -2.0],
+    ["categorical", "maxrl", "maxrl", 4, 2, 0.125, 9.0],
+  ]
+  csv_files.write_csv(tmp_path / "bandit_variance" / "results.csv", header, rows)
+  check_header = ["policy", "statistic", "n", "k", "empirical_variance"]
+  check_header += ["empirical_variance_stderr", "mean_estimated_variance"]
+  check_header += ["mean_estimated_variance_stderr", "z"]
+  check = [["gaussian", "pass_at_k", 8, 4, 0.0166, 0.004, 0.0175, 0.0033, 0.26]]
+  csv_files.write_csv(tmp_path / "bandit_variance" / "variance_check.csv", check_header, check)
+  found = tables.stage_tables(str(tmp_path), "bandit_variance")
+  titles = [title for title, _ in found]
+  assert len(found) == 4, titles  # max@k (categorical), min, maxrl, the check; no top_m rows.
+  assert "of min@k" in titles[1] and "MaxRL" in titles[2] and "maxk.max_at_k_variance" in titles[3]
+  assert "| none | 1.5 | 0.1 |" in found[0][1]  # Only the max@k row in the max@k table.
+  assert "| loo | 0.25 | 2 |" in found[1][1] and "loo" not in found[2][1]
+  assert "| gaussian | pass_at_k | 8 | 4 | 0.0166 | 0.004 | 0.0175 | 0.0033 | 0.26 |" in found[3][1]
