@@ -13,6 +13,7 @@ from absl import flags
 from absl import logging
 
 from experiments import estimators as estimators_lib
+from experiments import flag_checks
 from experiments import outputs
 from experiments import schedules
 from experiments.bandit_training import study
@@ -71,26 +72,6 @@ _THETA0 = flags.DEFINE_float("theta0", 0.5, "Gaussian toy: initial theta.")
 _SIGMA = flags.DEFINE_float("sigma", 0.1, "Gaussian toy: standard deviation sigma (> 0).")
 
 
-def _ints(values: list[str]) -> list[int] | None:
-  try:
-    return [int(v) for v in values]
-  except ValueError:
-    return None
-
-
-def _raises_to_invalid(check):
-  """A validator that turns ``check``'s ValueError into absl's one-line flag error."""
-
-  def validator(value) -> bool:
-    try:
-      check(value)
-    except ValueError as e:
-      raise flags.ValidationError(str(e)) from None
-    return True
-
-  return validator
-
-
 def _check_schedules(values: dict) -> None:
   for spec in values["k_schedules"]:
     try:
@@ -104,40 +85,38 @@ def _check_hard_bandit(values: dict) -> None:
     raise ValueError(f"--num_arms={values['num_arms']} must be >= 3 for the 'hard' bandit.")
 
 
-def _finite_positive(value: float) -> bool:
-  return math.isfinite(value) and value > 0
-
-
 flags.register_validator("seed", lambda v: v >= 0, "--seed must be >= 0.")
 flags.register_validator(
   "bandits",
-  lambda v: bool(v) and set(v) <= set(study.BANDITS) and len(set(v)) == len(v),
+  flag_checks.distinct_names(study.BANDITS),
   f"--bandits must list distinct names from {list(study.BANDITS)}.",
 )
-flags.register_validator("estimators", _raises_to_invalid(estimators_lib.parse_names))
+flags.register_validator("estimators", flag_checks.raising(estimators_lib.parse_names))
 flags.register_validator("n", lambda v: v >= 2, "--n must be an integer >= 2.")
 flags.register_validator("num_steps", lambda v: v >= 1, "--num_steps must be an integer >= 1.")
 flags.register_validator("num_seeds", lambda v: v >= 1, "--num_seeds must be an integer >= 1.")
 flags.register_validator("k_schedules", bool, "--k_schedules must hold at least one schedule.")
 flags.register_multi_flags_validator(
-  ["k_schedules", "num_steps", "n"], _raises_to_invalid(_check_schedules)
+  ["k_schedules", "num_steps", "n"], flag_checks.raising(_check_schedules)
 )
 flags.register_validator(
   "k_evals",
-  lambda v: bool(v) and (ints := _ints(v)) is not None and min(ints) >= 1,
+  flag_checks.int_list_at_least(1),
   "--k_evals must list integers k >= 1.",
 )
 flags.register_validator(
-  "learning_rate", _finite_positive, "--learning_rate must be finite and > 0."
+  "learning_rate", flag_checks.finite_positive, "--learning_rate must be finite and > 0."
 )
 flags.register_validator(
-  "gaussian_learning_rate", _finite_positive, "--gaussian_learning_rate must be finite and > 0."
+  "gaussian_learning_rate",
+  flag_checks.finite_positive,
+  "--gaussian_learning_rate must be finite and > 0.",
 )
 flags.register_validator("inner_steps", lambda v: v >= 1, "--inner_steps must be an integer >= 1.")
 flags.register_validator("pass_threshold", math.isfinite, "--pass_threshold must be finite.")
 flags.register_validator("num_arms", lambda v: v >= 2, "--num_arms must be an integer >= 2.")
 flags.register_multi_flags_validator(
-  ["bandits", "num_arms"], _raises_to_invalid(_check_hard_bandit)
+  ["bandits", "num_arms"], flag_checks.raising(_check_hard_bandit)
 )
 flags.register_validator(
   "best_arm_prob", lambda v: 0 < v < 1, "--best_arm_prob must satisfy 0 < best_arm_prob < 1."
@@ -146,7 +125,7 @@ flags.register_validator(
   "decoy_reward", lambda v: 0 < v < 1, "--decoy_reward must satisfy 0 < decoy_reward < 1."
 )
 flags.register_validator("theta0", math.isfinite, "--theta0 must be finite.")
-flags.register_validator("sigma", _finite_positive, "--sigma must be finite and > 0.")
+flags.register_validator("sigma", flag_checks.finite_positive, "--sigma must be finite and > 0.")
 
 
 def main(argv):

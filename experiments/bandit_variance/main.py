@@ -13,6 +13,7 @@ from absl import flags
 from absl import logging
 
 from experiments import estimators as estimators_lib
+from experiments import flag_checks
 from experiments import outputs
 from experiments.bandit_variance import study
 
@@ -69,39 +70,20 @@ _PASS_THRESHOLD = flags.DEFINE_float(
 )
 
 
-def _ints(values: list[str]) -> list[int] | None:
-  try:
-    return [int(v) for v in values]
-  except ValueError:
-    return None
-
-
-def _int_list_at_least(low: int):
-  return lambda values: bool(values) and (ints := _ints(values)) is not None and min(ints) >= low
-
-
-def _estimator_names(names: list[str]) -> bool:
-  try:
-    estimators_lib.parse_names(names)
-  except ValueError as e:
-    raise flags.ValidationError(str(e)) from None
-  return True
-
-
 def _cells(values: dict[str, list[str]]) -> bool:
-  ns, ks = _ints(values["ns"]), _ints(values["ks"])
+  ns, ks = flag_checks.ints(values["ns"]), flag_checks.ints(values["ks"])
   return ns is None or ks is None or any(k <= n for k in ks for n in ns)
 
 
 flags.register_validator("seed", lambda v: v >= 0, "--seed must be >= 0.")
 flags.register_validator(
   "policies",
-  lambda v: bool(v) and set(v) <= set(study.POLICIES) and len(set(v)) == len(v),
+  flag_checks.distinct_names(study.POLICIES),
   f"--policies must list distinct names from {list(study.POLICIES)}.",
 )
 flags.register_validator(
   "objectives",
-  lambda v: bool(v) and set(v) <= set(study.OBJECTIVES) and len(set(v)) == len(v),
+  flag_checks.distinct_names(study.OBJECTIVES),
   f"--objectives must list distinct names from {list(study.OBJECTIVES)}.",
 )
 flags.register_validator("top_m", lambda v: v >= 1, "--top_m must be an integer >= 1.")
@@ -110,9 +92,9 @@ flags.register_multi_flags_validator(
   lambda v: "max" in v["objectives"] or "categorical" in v["policies"],
   "--objectives without 'max' need 'categorical' in --policies (rank objectives run there).",
 )
-flags.register_validator("estimators", _estimator_names)
-flags.register_validator("ns", _int_list_at_least(2), "--ns must list integers n >= 2.")
-flags.register_validator("ks", _int_list_at_least(1), "--ks must list integers k >= 1.")
+flags.register_validator("estimators", flag_checks.raising(estimators_lib.parse_names))
+flags.register_validator("ns", flag_checks.int_list_at_least(2), "--ns must list integers n >= 2.")
+flags.register_validator("ks", flag_checks.int_list_at_least(1), "--ks must list integers k >= 1.")
 flags.register_multi_flags_validator(
   ["ns", "ks"], _cells, "--ks and --ns must give at least one cell with k <= n."
 )
@@ -120,9 +102,7 @@ flags.register_validator(
   "num_replicates", lambda v: v >= 2, "--num_replicates must be an integer >= 2."
 )
 flags.register_validator("num_arms", lambda v: v >= 2, "--num_arms must be an integer >= 2.")
-flags.register_validator(
-  "sigma", lambda v: math.isfinite(v) and v > 0, "--sigma must be finite and > 0."
-)
+flags.register_validator("sigma", flag_checks.finite_positive, "--sigma must be finite and > 0.")
 flags.register_validator(
   "logit_scale", lambda v: math.isfinite(v) and v >= 0, "--logit_scale must be finite and >= 0."
 )
