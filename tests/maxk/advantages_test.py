@@ -19,19 +19,11 @@ BASELINES = ["none", "loo", "loo_centered", "loo_minus_one", "mean_std"]
 UNBIASED = ["none", "loo", "loo_centered", "loo_minus_one"]
 
 
-def _reward_kinds(n, rng):
-  return {
-    "normal": rng.normal(size=(2, 3, n)),
-    "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
-    "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
-  }
-
-
 @pytest.mark.parametrize("n", range(1, 9))
 @pytest.mark.parametrize("baseline", BASELINES)
 def test_matches_enumeration(n, baseline):
   rng = np.random.default_rng(n)
-  for kind, r in _reward_kinds(n, rng).items():
+  for kind, r in enumeration.reward_kinds(n, rng).items():
     for k in range(1, n + 1):
       got = np.asarray(maxk.max_at_k_advantages(r.astype(np.float32), k, baseline=baseline))
       want = np.apply_along_axis(enumeration.advantages, -1, r, k, baseline)

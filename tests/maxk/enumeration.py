@@ -16,6 +16,15 @@ import numpy as np
 from scipy import special
 
 
+def reward_kinds(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+  """Test rewards of shape [2, 3, n] by kind: normal, tied integers in [-2, 2], binary."""
+  return {
+    "normal": rng.normal(size=(2, 3, n)),
+    "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
+    "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
+  }
+
+
 def subsets(n: int, k: int):
   return list(itertools.combinations(range(n), k))
 

@@ -11,21 +11,14 @@ import numpy as np
 import pytest
 
 import maxk
+from tests.maxk import enumeration
 from tests.maxk import enumeration_variance as ev
-
-
-def _reward_kinds(n, rng):
-  return {
-    "normal": rng.normal(size=(2, 3, n)),
-    "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
-    "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
-  }
 
 
 @pytest.mark.parametrize("n", range(2, 9))
 def test_matches_disjoint_pair_enumeration(n):
   rng = np.random.default_rng(n)
-  for kind, r in _reward_kinds(n, rng).items():
+  for kind, r in enumeration.reward_kinds(n, rng).items():
     for k in range(1, n // 2 + 1):
       got = np.asarray(maxk.max_at_k_variance(r.astype(np.float32), k))
       want = np.apply_along_axis(ev.max_at_k_variance, -1, r, k)

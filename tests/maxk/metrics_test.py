@@ -16,18 +16,10 @@ import maxk
 from tests.maxk import enumeration
 
 
-def _reward_kinds(n, rng):
-  return {
-    "normal": rng.normal(size=(2, 3, n)),
-    "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
-    "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
-  }
-
-
 @pytest.mark.parametrize("n", range(1, 9))
 def test_max_at_k_matches_enumeration(n):
   rng = np.random.default_rng(n)
-  for kind, r in _reward_kinds(n, rng).items():
+  for kind, r in enumeration.reward_kinds(n, rng).items():
     for k in range(1, n + 1):
       got = np.asarray(maxk.max_at_k(r.astype(np.float32), k))
       want = np.apply_along_axis(enumeration.max_at_k, -1, r, k)

@@ -11,19 +11,11 @@ import maxk
 from tests.maxk import enumeration
 
 
-def _rewards(n, rng):
-  return {
-    "normal": rng.normal(size=(2, 3, n)),
-    "tied": rng.integers(-2, 3, size=(2, 3, n)).astype(np.float64),
-    "binary": (rng.random((2, 3, n)) < 0.4).astype(np.float64),
-  }
-
-
 @pytest.mark.parametrize("n", range(1, 9))
 @pytest.mark.parametrize("method", ["exact", "first_order"])
 def test_matches_enumeration(n, method):
   rng = np.random.default_rng(n)
-  for kind, r in _rewards(n, rng).items():
+  for kind, r in enumeration.reward_kinds(n, rng).items():
     log_ratio = 0.4 * rng.normal(size=r.shape)
     for k in range(1, n + 1):
       got = np.asarray(
