@@ -13,6 +13,9 @@ timed beside it:
 * ``np_loop``: PKPO's Listing 1 style, a Python loop over groups that sorts each
   group and evaluates the rank weights for it.
 
+``argsort`` is NumPy's stable argsort of the same [B, n] batch (float32), the
+cheapest thing any implementation must do; ``jax/argsort`` is the JAX transform's
+time in units of it (the CPU target for the on-policy transforms is <= 3x).
 ``ns/unit`` is JAX time / (B (n log2 n + n k)) in nanoseconds: it should stay
 flat or fall as n grows if the per-group cost grows no faster than n log n + n k.
 Cells whose NumPy (or off-policy exact) cost would be excessive are skipped.
@@ -197,10 +200,10 @@ def main(argv: Sequence[str]) -> None:
     f"{_REPEATS.value}\n"
   )
   print(
-    "| transform | B | n | k | jax (us) | np_matrix (us) | np_loop (us) "
-    "| matrix/jax | loop/jax | ns/unit |"
+    "| transform | B | n | k | jax (us) | argsort (us) | jax/argsort | np_matrix (us) "
+    "| np_loop (us) | matrix/jax | loop/jax | ns/unit |"
   )
-  print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+  print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
   for name in _TRANSFORMS.value:
     for batch in batches:
       for n in sizes:
@@ -213,6 +216,7 @@ def main(argv: Sequence[str]) -> None:
             # Fewer repeats for the cells that take seconds per call.
             repeats = _REPEATS.value if batch * n <= 2**20 else 1
             t_jax = _time(_jax_fn(name, k), jnp.asarray(r), jnp.asarray(lr), repeats=repeats)
+          t_sort = _time(lambda: np.argsort(r, axis=-1, kind="stable"), repeats=_REPEATS.value)
           r64, lr64 = r.astype(np.float64), lr.astype(np.float64)
           t_mat = t_loop = None
           if (
@@ -226,7 +230,8 @@ def main(argv: Sequence[str]) -> None:
           unit = batch * (n * math.log2(n) + n * k)
           per_unit = "-" if t_jax is None else f"{t_jax / unit * 1e9:.2f}"
           print(
-            f"| {name} | {batch} | {n} | {k} | {_fmt_us(t_jax)} | {_fmt_us(t_mat)} "
+            f"| {name} | {batch} | {n} | {k} | {_fmt_us(t_jax)} | {_fmt_us(t_sort)} "
+            f"| {_fmt_ratio(t_jax, t_sort)} | {_fmt_us(t_mat)} "
             f"| {_fmt_us(t_loop)} | {_fmt_ratio(t_mat, t_jax)} "
             f"| {_fmt_ratio(t_loop, t_jax)} | {per_unit} |",
             flush=True,

@@ -212,7 +212,8 @@ def maxrl_advantages(correct: ArrayLike, *, control_variate: bool = True) -> jax
   MaxRL truncates the expansion log p = −Σ_{k>=1} (1 − p)^k / k of the
   log-likelihood of success at order T = n, i.e. it maximises
   J_n = Σ_{k=1}^{n} pass@k / k (up to a constant), and estimates ∇J_n by
-  averaging the score over the K successful samples (the paper's Theorem 2):
+  averaging the score over the K successful samples (the paper's estimator of
+  the truncated objective's gradient, conditioned on success):
   g = (1/K) Σ_{i: correct} ∇log π(y_i), and 0 when K = 0.  Returned on the
   per-sample loss scale of GRPO (Σ_i a_i ∇log π(y_i) / n estimates the gradient):
 

@@ -1,4 +1,4 @@
-"""Both sorting paths (pairwise ranks and XLA's sort) agree exactly, with ties and NaN."""
+"""Both sorting paths (counted ranks and XLA's sort) agree exactly, with ties and NaN."""
 
 import jax
 import jax.numpy as jnp
@@ -62,15 +62,33 @@ def _reference(row, k, baseline):
   return enumeration.advantages(row, k, baseline)
 
 
-def test_chunked_pairwise_path_matches_numpy():
-  """[3, 111, 64] has 333 rows: more than one 256-row chunk, with padding."""
+@pytest.mark.parametrize("shape", [(3, 111, 64), (5, 512), (2, 1)])
+def test_counting_path_matches_numpy_with_ties_nan_inf_and_signed_zeros(shape):
   rng = np.random.default_rng(0)
-  x = rng.integers(0, 10, size=(3, 111, 64)).astype(np.float32)
-  x[1, 5, 7] = np.nan
-  assert sorting._use_pairwise(x.shape)  # pylint: disable=protected-access
+  x = rng.integers(-3, 4, size=shape).astype(np.float32)
+  special = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0], np.float32)
+  mask = rng.random(shape) < 0.2
+  x[mask] = rng.choice(special, size=int(mask.sum()))
+  assert sorting._use_pairwise(x.shape) == (jax.default_backend() == "cpu")  # pylint: disable=protected-access
   xs, perm = jax.jit(sorting.sort_last)(jnp.asarray(x))
   np.testing.assert_array_equal(perm, np.argsort(x, axis=-1, kind="stable"))
   np.testing.assert_array_equal(sorting.unsort_last(xs, perm), x)
+  xs_lax, perm_lax = jax.lax.sort(
+    (jnp.asarray(x), jax.lax.broadcasted_iota(jnp.int32, shape, len(shape) - 1)),
+    num_keys=1,
+    is_stable=True,
+  )
+  np.testing.assert_array_equal(perm, perm_lax)
+  np.testing.assert_array_equal(xs, xs_lax)
+
+
+def test_counting_path_under_vmap_matches_the_unbatched_call():
+  rng = np.random.default_rng(1)
+  x = jnp.asarray(rng.integers(0, 5, size=(4, 3, 9)), jnp.float32)
+  xs, perm = jax.vmap(sorting.sort_last)(x)
+  xs_direct, perm_direct = sorting.sort_last(x)
+  np.testing.assert_array_equal(perm, perm_direct)
+  np.testing.assert_array_equal(xs, xs_direct)
 
 
 def test_pairwise_path_is_used_exactly_up_to_its_documented_size():
