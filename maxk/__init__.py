@@ -43,8 +43,7 @@ from maxk._src.uncertainty import mean_with_interval
 from maxk._src.uncertainty import paired_difference
 from maxk._src.uncertainty import pass_at_k_posterior
 from maxk._src.uncertainty import variance_split
-
-__version__ = "0.1.0"
+from maxk._version import __version__ as __version__
 
 __all__ = (
   "BASELINES",

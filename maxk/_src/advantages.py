@@ -34,7 +34,7 @@ from maxk._src import combinatorics
 from maxk._src import sorted_kernels
 from maxk._src import sorting
 
-# The ``baseline`` options of :func:`max_at_k_advantages`, exported as ``maxk.BASELINES``.
+#: The ``baseline`` options of :func:`maxk.max_at_k_advantages`, in the order of its docstring.
 BASELINES = ("none", "loo", "loo_centered", "loo_minus_one", "mean_std")
 _STD_EPS = 1e-6
 
