@@ -23,11 +23,12 @@ SMOKE = os.environ.get("MAXK_SMOKE") == "1"
 
 import jax
 import jax.numpy as jnp
-import matplotlib.pyplot as plt
 import numpy as np
 
+from experiments import plot_style
+
 # %matplotlib inline
-plt.rcParams.update({"figure.dpi": 60, "savefig.dpi": 60, "figure.figsize": (9, 3.4)})
+plot_style.apply()  # The repository's figure style: legible sizes, one colour per estimator.
 print("SMOKE =", SMOKE, "| jax", jax.__version__, "| devices", jax.devices())
 jax.config.update("jax_enable_x64", True)  # resolve tiny KL gaps, as the binary does
 
@@ -40,7 +41,7 @@ jax.config.update("jax_enable_x64", True)  # resolve tiny KL gaps, as the binary
 # number of likely outcomes; the exact expectation of d_n
 # (`maxk.bon_kl_estimate_expectation`) stays close to the exact KL, and so does its Monte
 # Carlo mean over draws Y ~ pi_n (sampled from the exact PMF `maxk.bon_pmf`, error bars
-# ±1 standard error).
+# ±2 standard errors).
 
 # %% caption="Best-of-n: exact KL(pi_n || pi) vs n beside the log n - (n-1)/n bound and d_n."
 from IPython.display import display

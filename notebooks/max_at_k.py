@@ -26,10 +26,11 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
+from experiments import plot_style
 import maxk
 
 # %matplotlib inline
-plt.rcParams.update({"figure.dpi": 60, "savefig.dpi": 60, "figure.figsize": (9, 3.4)})
+plot_style.apply()  # The repository's figure style: legible sizes, one colour per estimator.
 print("SMOKE =", SMOKE, "| jax", jax.__version__, "| devices", jax.devices())
 
 # %% [markdown]
@@ -44,24 +45,18 @@ key_r, key_l = jax.random.split(jax.random.key(0))
 r = jnp.sort(jax.random.uniform(key_r, (n,)))
 z = jax.random.normal(key_l, (n,))
 on = maxk.max_at_k_advantages(r, k, baseline="none")
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), sharey=True)
-for ax, delta in zip(axes, [0.0, 0.1, 0.5]):
+ranks = np.arange(1, n + 1)
+fig, axes = plot_style.figure(1, 3, pyplot=True, sharey=True)
+for ax, delta in zip(axes[0], [0.0, 0.1, 0.5]):
   lr = delta * z
-  ax.plot(on, "k.-", label="on-policy s_i")
-  ax.plot(
-    maxk.max_at_k_advantages_off_policy(r, lr, k, method="exact"),
-    "o-",
-    ms=3,
-    label="off-policy exact",
-  )
-  ax.plot(
-    maxk.max_at_k_advantages_off_policy(r, lr, k, method="first_order"),
-    "x--",
-    label="off-policy first-order",
-  )
-  ax.set(title=f"log-ratio scale delta={delta}", xlabel="rank of reward")
-axes[0].set_ylabel("weight a_i")
-axes[0].legend(fontsize=7)
+  ax.plot(ranks, on, ".-", color="k", label="on-policy s_i")
+  for method, linestyle in (("exact", "-"), ("first_order", "--")):
+    a = maxk.max_at_k_advantages_off_policy(r, lr, k, method=method)
+    style = plot_style.style(method) | {"linestyle": linestyle}
+    ax.plot(ranks, a, label=f"off-policy {method}", **style)
+  ax.set(title=f"log-ratio scale delta = {delta}", xlabel="rank of reward (1 = smallest)")
+axes[0, 0].set_ylabel("weight a_i")
+axes[0, 0].legend()
 fig.tight_layout()
 plt.show()
 
@@ -74,7 +69,8 @@ plt.show()
 # logits = old + t * direction. The Monte Carlo mean of each estimator (all replicates of
 # `experiments.bandits.variance.gradient_estimates` in one jitted `vmap`) against the exact gradient
 # (`jax.grad` of `maxk.max_at_k_exact`): the exact weights stay unbiased (error at the Monte
-# Carlo noise floor) while the first-order bias grows with t.
+# Carlo noise floor) while the first-order bias grows with t. Error bars: +-2 standard
+# errors of the Monte Carlo mean (its norm's noise, relative to |grad|).
 
 # %% caption="First-order off-policy: O(delta^2) weight error, gradient bias growing with shift."
 from experiments import estimators as est_lib
@@ -109,26 +105,32 @@ def monte_carlo(target, old, key, exact):
 
 
 bias = {e.name: [] for e in ests}
-noise = []
+noise = {e.name: [] for e in ests}  # Standard error of the Monte Carlo mean, relative.
 for i, t in enumerate(ts):
   target = logits + t * direction
   exact = policy.exact_gradient(target, k)
   diff, var = monte_carlo(target, logits, jax.random.key(i), jnp.asarray(exact, jnp.float32))
   for e, est in enumerate(ests):
     bias[est.name].append(float(jnp.linalg.norm(diff[e])) / np.linalg.norm(exact))
-  noise.append(float(np.sqrt(var[0] / R)) / np.linalg.norm(exact))
-fig, (ax0, ax1) = plt.subplots(1, 2)
-ax0.loglog(deltas, err, "o-", label="max |a_first - a_exact|")
+    noise[est.name].append(float(np.sqrt(var[e] / R)) / np.linalg.norm(exact))
+fig, ((ax0, ax1),) = plot_style.figure(1, 2, pyplot=True)
+ax0.loglog(
+  deltas, err, "o-", color=plot_style.color("first_order"), label="max |a_first - a_exact|"
+)
 ax0.loglog(deltas, err[-1] * deltas**2 / deltas[-1] ** 2, "k:", label="slope 2")
 ax0.set(xlabel="log-ratio scale delta", title="(a) weights")
-ax0.legend(fontsize=8)
+ax0.legend()
 for name, b in bias.items():
-  ax1.plot(ts, b, "o-", label=name)
-ax1.plot(ts, noise, "k:", label="Monte Carlo std. error (exact)")
+  ax1.errorbar(
+    ts, b, yerr=2 * np.array(noise[name]), capsize=3, label=name, **plot_style.style(name)
+  )
+ax1.axhline(0, color="k", lw=0.8)
 ax1.set(
-  xlabel="policy shift t", ylabel="|E[g] - grad| / |grad|", title="(b) relative gradient bias"
+  xlabel="policy shift t",
+  ylabel="|E[g] - grad| / |grad|",
+  title="(b) relative gradient bias (bars: ±2 s.e.)",
 )
-ax1.legend(fontsize=8)
+ax1.legend()
 fig.tight_layout()
 plt.show()
 for t, be, bf in zip(ts, bias["off_policy_exact"], bias["off_policy_first_order"]):

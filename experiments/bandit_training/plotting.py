@@ -1,5 +1,8 @@
 """Figures of the bandit training study: exact max@k and pass@k curves per run.
 
+Each estimator keeps its colour of :mod:`experiments.plot_style`; its runs with
+different k_opt schedules are shades of that colour (light: small k) and line styles.
+
 References: PKPO, arXiv 2505.15201, Fig. 3.
 """
 
@@ -9,6 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from experiments import plot_style
+
+
+def _estimator(label: str) -> str:
+  """The estimator of a run label ``"<estimator> k=<schedule>"`` (or ``"<estimator>"``)."""
+  return label.split(" ", 1)[0]
+
 
 def plot_curves(
   runs: Sequence[tuple[str, dict[str, np.ndarray]]],
@@ -16,36 +26,32 @@ def plot_curves(
   title: str,
   k_evals: Sequence[int],
   path: str,
-) -> None:
+) -> str:
   """Exact max@k (top row) and pass@k (bottom row) vs step, one column per k_eval.
 
+  ``runs``: (label, curves) with ``curves[metric]`` of shape ``[seeds, steps, k_evals]``.
   Lines are the mean over seeds; bands span the 10th to 90th percentile of the seeds.
+  Returns ``path``.
   """
-  import matplotlib  # pylint: disable=g-import-not-at-top
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-
-  fig, axes = plt.subplots(
-    2, len(k_evals), figsize=(3.4 * len(k_evals) + 2.8, 6.4), squeeze=False, sharex=True
-  )
-  cmap = plt.get_cmap("tab10")
+  fig, axes = plot_style.figure(2, len(k_evals), legend_width=2.8, sharex=True)
+  estimators = [_estimator(label) for label, _ in runs]
   for row, metric in enumerate(["max_at_k", "pass_at_k"]):
     for col, k in enumerate(k_evals):
       ax = axes[row, col]
       for i, (label, curves) in enumerate(runs):
+        name = estimators[i]
+        mine = [j for j, e in enumerate(estimators) if e == name]
+        index = mine.index(i)
+        colour = plot_style.shade(name, index, len(mine))
         values = curves[metric][:, :, col]
         lo, hi = np.percentile(values, [10, 90], axis=0)
         steps = np.arange(values.shape[1])
-        ax.plot(steps, values.mean(0), color=cmap(i % 10), label=label, linewidth=1.2)
-        ax.fill_between(steps, lo, hi, color=cmap(i % 10), alpha=0.12, linewidth=0)
-      ax.set_title(f"{metric.replace('_at_', '@')} (k={k})")
-      ax.grid(True, alpha=0.3)
+        linestyle = plot_style.LINESTYLES[index % len(plot_style.LINESTYLES)]
+        ax.plot(steps, values.mean(0), color=colour, linestyle=linestyle, label=label)
+        ax.fill_between(steps, lo, hi, color=colour, alpha=0.07, linewidth=0)
+      ax.set_title(f"{metric.replace('_at_', '@')} (k = {k})")
       if row == 1:
-        ax.set_xlabel("step")
-  handles, labels = axes[0, 0].get_legend_handles_labels()
-  fig.legend(handles, labels, loc="center right", fontsize=8, title="estimator / k_opt")
+        ax.set_xlabel("training step")
   fig.suptitle(title)
-  fig.tight_layout(rect=(0, 0, 1 - 2.6 / fig.get_figwidth(), 1))
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  plot_style.legend(fig, axes, title="estimator, k_opt")
+  return plot_style.save(fig, path)

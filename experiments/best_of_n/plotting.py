@@ -1,8 +1,9 @@
 """Figures of the best-of-n study, drawn from its result rows.
 
 Each function returns a :class:`matplotlib.figure.Figure` built without pyplot (no
-global state, any backend): the binary saves it with :func:`save`, a notebook shows
-it with ``display(fig)``.
+global state, any backend) in the style of :mod:`experiments.plot_style`: the binary
+saves it with :func:`save`, a notebook shows it with ``display(fig)``. Monte Carlo
+quantities carry their uncertainty (error bars: +-2 standard errors).
 """
 
 from __future__ import annotations
@@ -13,17 +14,22 @@ import math
 from matplotlib.figure import Figure
 import numpy as np
 
+from experiments import plot_style
 from experiments.best_of_n import study
 from experiments.best_of_n.references import Reference
+
+# Fixed colours of the curves (the same in every figure of the study).
+_EXACT = "#1f77b4"
+_EXPECTED = "#ff7f0e"
+_MONTE_CARLO = "#2ca02c"
 
 
 def _grid(num: int) -> tuple[Figure, np.ndarray]:
   if num < 1:
     raise ValueError("refs must hold at least one reference.")
-  cols = min(num, 4)
+  cols = min(num, 3)
   nrows = math.ceil(num / cols)
-  fig = Figure(figsize=(4.2 * cols, 3.4 * nrows))
-  axes = fig.subplots(nrows, cols, squeeze=False)
+  fig, axes = plot_style.figure(nrows, cols)
   for ax in list(axes.flat)[num:]:
     ax.axis("off")
   return fig, axes
@@ -37,24 +43,23 @@ def kl_vs_n_figure(rows: Sequence[study.Row], refs: Sequence[Reference], title: 
     n = study.column(sel, "n")
     stderr = study.column(sel, "d_n_mc_stderr")  # NaN (no bar) with one draw.
     ax.plot(n, study.column(sel, "kl_bound"), "k--", label="log n - (n-1)/n")
-    ax.plot(n, study.column(sel, "kl"), "C0-", lw=2, label="exact KL")
-    ax.plot(n, study.column(sel, "d_n_expected"), "C1-", label="E[d_n] (exact)")
+    ax.plot(n, study.column(sel, "kl"), "-", color=_EXACT, lw=5, alpha=0.5, label="exact KL")
+    ax.plot(n, study.column(sel, "d_n_expected"), "-", color=_EXPECTED, label="E[d_n] (exact)")
     ax.errorbar(
       n,
       study.column(sel, "d_n_mc_mean"),
-      yerr=None if np.isnan(stderr).all() else stderr,
+      yerr=None if np.isnan(stderr).all() else 2 * stderr,
       fmt="o",
-      ms=3,
-      color="C2",
+      ms=4,
+      color=_MONTE_CARLO,
       capsize=2,
-      label=f"d_n, M={int(sel[0]['num_mc_draws'])} draws (±1 s.e.)",
+      label=f"d_n, mean of {int(sel[0]['num_mc_draws'])} draws (±2 s.e.)",
     )
     ax.set_xscale("log")
     ax.set_title(f"{ref.name} (L={len(ref.probs)})")
     ax.set_xlabel("n")
-    ax.set_ylabel("KL(pi_n || pi) [nats]")
-    ax.grid(alpha=0.3)
-  axes.flat[0].legend(fontsize=7, loc="upper left")
+    ax.set_ylabel("KL(π_n ‖ π) [nats]")
+  axes.flat[0].legend(loc="upper left")
   fig.suptitle(title)
   fig.tight_layout()
   return fig
@@ -62,24 +67,24 @@ def kl_vs_n_figure(rows: Sequence[study.Row], refs: Sequence[Reference], title: 
 
 def kl_gap_figure(rows: Sequence[study.Row], refs: Sequence[Reference]) -> Figure:
   """The gap log n - (n-1)/n - KL vs n with its upper and lower bounds (log-log)."""
-  fig = Figure(figsize=(7.5, 5))
-  ax = fig.subplots()
+  fig, axes = plot_style.figure(1, 1, figsize=(10.0, 5.5))
+  ax = axes[0, 0]
   for i, ref in enumerate(refs):
     sel = study.select(rows, method="best_of_n", reference=ref.name)
     sel = [r for r in sel if r["n"] > 1]
     n = study.column(sel, "n")
-    ax.plot(n, np.maximum(study.column(sel, "kl_gap"), 1e-9), f"C{i % 10}-", label=ref.name)
-    ax.plot(n, study.column(sel, "kl_gap_upper_bound"), f"C{i % 10}:", lw=1)
+    c = plot_style.FALLBACK_PALETTE[i % len(plot_style.FALLBACK_PALETTE)]
+    ax.plot(n, np.maximum(study.column(sel, "kl_gap"), 1e-9), "-", color=c, label=ref.name)
+    ax.plot(n, study.column(sel, "kl_gap_upper_bound"), ":", color=c, lw=1.3)
     lower = study.column(sel, "kl_gap_lower_bound")
-    ax.plot(n[lower > 0], lower[lower > 0], f"C{i % 10}--", lw=1)
+    ax.plot(n[lower > 0], lower[lower > 0], "--", color=c, lw=1.3)
   ax.set_xscale("log")
   ax.set_yscale("log")
   ax.set_ylim(1e-11, 30)
   ax.set_xlabel("n")
   ax.set_ylabel("gap = log n - (n-1)/n - KL")
-  ax.set_title("KL gap (solid), 2n(n-1)e^{-H2} (dotted), log(n eps_inf)-(n-1)/n (dashed)")
-  ax.grid(alpha=0.3)
-  ax.legend(fontsize=7)
+  ax.set_title("KL gap (solid), 2n(n-1)exp(-H₂) (dotted), log(n ε_∞) - (n-1)/n (dashed)")
+  ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, title="reference")
   fig.tight_layout()
   return fig
 
@@ -102,7 +107,7 @@ def win_rate_figure(rows: Sequence[study.Row], refs: Sequence[Reference], *, n_m
     )
     sel = study.select(rows, method="best_of_n", reference=ref.name)
     kl = study.column(sel, "kl")
-    ax.plot(kl, study.column(sel, "win_rate"), "C0-o", ms=3, label="best-of-n")
+    ax.plot(kl, study.column(sel, "win_rate"), "-o", color=_EXACT, ms=4, label="best-of-n")
     for j, m in enumerate(tries):
       rr = study.select(rows, method="rewind_repeat", reference=ref.name, max_tries=m)
       # In threshold order: with a try limit the KL first grows, then falls back
@@ -110,23 +115,22 @@ def win_rate_figure(rows: Sequence[study.Row], refs: Sequence[Reference], *, n_m
       ax.plot(
         study.column(rr, "kl"),
         study.column(rr, "win_rate"),
-        f"C{j + 1}-s",
-        ms=3,
-        lw=1,
+        "-s",
+        color=plot_style.FALLBACK_PALETTE[(j + 1) % len(plot_style.FALLBACK_PALETTE)],
+        ms=4,
+        lw=1.3,
         label=f"rewind-repeat (max_tries={m})",
       )
     ax.set_title(ref.name)
-    ax.set_xlabel("KL(policy || pi) [nats]")
-    ax.set_ylabel("win rate vs pi")
+    ax.set_xlabel("KL(policy ‖ π) [nats]")
+    ax.set_ylabel("win rate vs π")
     ax.set_xlim(0, max(10.0, float(np.nanmax(kl)) + 0.5))
-    ax.grid(alpha=0.3)
-  axes.flat[0].legend(fontsize=7, loc="lower right")
+  axes.flat[0].legend(loc="lower right")
   fig.suptitle("Win rate vs KL: best-of-n and rewind-and-repeat")
   fig.tight_layout()
   return fig
 
 
 def save(fig: Figure, path: str) -> str:
-  """Writes ``fig`` as a PNG (120 dpi) to ``path``; returns ``path``."""
-  fig.savefig(path, dpi=120)
-  return path
+  """Writes ``fig`` as a PNG (:func:`experiments.plot_style.save`); returns ``path``."""
+  return plot_style.save(fig, path)

@@ -17,16 +17,75 @@ _COMMAND_FILE = "reproduce_command.txt"  # The command of the stage's finished o
 _STARTED_FILE = "reproduce_started.txt"  # The command last started in the folder.
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# An absl log line: "I1201 12:00:00.123456 140000 train.py:287] message".
+_ABSL_LINE = re.compile(r"^[DIWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ ([^:\s]+):\d+\] ?(.*)$")
+# Lines of Python's default logging format, of Jupyter's apps, and of warnings.
+_LIBRARY_LINE = re.compile(
+  r"^((DEBUG|INFO|WARNING|ERROR|CRITICAL):"
+  r"|\[\w+\] (DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+  r"|\S+:\d+: \w*Warning:"
+  r"|\s*warnings\.warn)"
+)
+_WIDTH = 90  # Characters of a progress line shown.
+
+
+def _own_sources(root: str = ROOT) -> frozenset[str]:
+  """File names of this repository's Python modules (experiments, notebooks, maxk)."""
+  names = set()
+  for package in ("experiments", "notebooks", "maxk"):
+    for _, _, files in os.walk(os.path.join(root, package)):
+      names.update(f for f in files if f.endswith(".py"))
+  return frozenset(names)
+
+
+_OWN_SOURCES = _own_sources()
+
+
+def progress_message(line: str, own_sources: frozenset[str] = _OWN_SOURCES) -> str | None:
+  """The progress shown for one line of a stage's log, or None for library output.
+
+  absl log lines count only when logged from this repository's own modules (their
+  message is shown without the prefix); lines in Python's default logging format,
+  Jupyter apps' log lines and warnings are library output; anything else (tqdm bars,
+  printed lines) is progress.
+  """
+  line = line.strip()
+  if not line:
+    return None
+  match = _ABSL_LINE.match(line)
+  if match:
+    return match.group(2) if match.group(1) in own_sources else None
+  if _LIBRARY_LINE.match(line):
+    return None
+  return line
+
+
+def _clip(text: str, width: int = _WIDTH) -> str:
+  if len(text) <= width:
+    return text
+  head = width // 3
+  return text[:head] + " … " + text[-(width - head - 3) :]
+
+
 def _last_progress_line(log_path: str) -> str:
-  """The stage's latest progress (its last tqdm or log line)."""
+  """The stage's latest progress: its last tqdm, printed or own log line (see
+  :func:`progress_message`), clipped to ``_WIDTH`` characters."""
   try:
     with open(log_path, "rb") as f:
-      f.seek(max(0, os.path.getsize(log_path) - 600))
+      start = max(0, os.path.getsize(log_path) - 16384)
+      f.seek(start)
       tail = f.read().decode("utf-8", "replace")
   except OSError:
     return ""
-  parts = [p.strip() for p in re.split(r"[\r\n]", tail) if p.strip()]
-  return parts[-1][-90:] if parts else ""
+  parts = re.split(r"[\r\n]", tail)
+  if start > 0:  # The first part is the end of a line cut by the seek.
+    parts = parts[1:]
+  for part in reversed(parts):
+    message = progress_message(part)
+    if message:
+      return _clip(message)
+  return ""
 
 
 def _wait(proc: subprocess.Popen, log_path: str, start: float, timeout: float) -> int | str:

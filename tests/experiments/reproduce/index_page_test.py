@@ -47,3 +47,29 @@ def test_index_tables_and_notebook_figures(tmp_path):
     assert f"(notebooks/{row['figure']})" in text
     assert f"*notebooks/{row['figure']}*: {row['caption']}" in text
   assert os.path.exists(html_path)
+
+
+def test_inline_code_becomes_html_code():
+  assert index_page.inline_html("Run `a < b` then `c`.") == (
+    "Run <code>a &lt; b</code> then <code>c</code>."
+  )
+  assert index_page.inline_html("one ` backtick & more") == "one ` backtick &amp; more"
+
+
+def test_html_page_lists_every_figure_in_its_contents_under_a_grid(tmp_path):
+  stage = next(s for s in stages_lib.stages(seed=0, smoke=True) if s.name == "best_of_n")
+  for name in ("kl_gap.png", "win_rate_vs_kl.png"):
+    (tmp_path / "best_of_n").mkdir(exist_ok=True)
+    (tmp_path / "best_of_n" / name).write_bytes(b"\x89PNG")
+  _, html_path = index_page.write_index(str(tmp_path), [stage], {"best_of_n": ("ok", 3.0)})
+  page = open(html_path).read()
+  toc = page[page.index("<nav") : page.index("</nav>")]
+  main = page[page.index("<main>") : page.index("</main>")]
+  for name in ("kl_gap.png", "win_rate_vs_kl.png"):
+    anchor = f"fig-best-of-n-{name.replace('_', '-').replace('.', '-')}"
+    assert f"href='#{anchor}'" in toc  # Contents down to each figure ...
+    assert f"<figure id='{anchor}'>" in main  # ... landing on it, in the grid ...
+    assert f"<div class='lightbox' id='zoom-{anchor}'>" in page  # ... enlarged on click.
+    assert f"<a href='#zoom-{anchor}'" in main
+  assert main.index("<div class='grid'>") < main.index("<figure")
+  assert "<code>python -m experiments.reproduce</code>" in page

@@ -1,12 +1,26 @@
-"""python -m experiments.reproduce: the smoke run end to end, and its flags."""
+"""python -m experiments.reproduce: the smoke run end to end, its page in a real browser,
+and its flags.
+
+One smoke reproduction (three stages, tiny sizes) serves the tests of this file.
+"""
 
 import json
 import os
+import re
+import shutil
+import time
 
 import pytest
 
 from experiments.reproduce import index_page
+from tests import REPO_ROOT
 from tests import binaries
+from tests.experiments.reproduce import browser
+
+# Where the browser test keeps its screenshots besides pytest's tmp_path (CI artifacts).
+ARTIFACTS = os.path.join(REPO_ROOT, "out", "test-artifacts")
+# Set to 1 to skip the browser test where Chromium is not installed (never in CI).
+_SKIP_BROWSER = os.environ.get("MAXK_SKIP_BROWSER_TEST") == "1"
 
 
 def _pngs(out_dir):
@@ -18,15 +32,25 @@ def _pngs(out_dir):
   )
 
 
-def test_smoke_run_writes_index_with_every_figure(tmp_path):
-  out = tmp_path / "reproduce"
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+  """(out_dir, completed process) of one smoke reproduction of three stages."""
+  out = tmp_path_factory.mktemp("smoke") / "reproduce"
   stages = "--stages=best_of_n,bandit_variance,bandit_training"
   proc = binaries.run(
     "experiments.reproduce", f"--out_dir={out}", "--smoke", "--seed=1", stages, check=False
   )
   assert proc.returncode == 0, proc.stdout + proc.stderr
-  # Progress display: one line per stage start and end, with timings.
+  return out, proc
+
+
+def test_smoke_run_writes_index_with_every_figure(smoke_run):
+  out, proc = smoke_run
+  # Progress display: one line per stage start and end, with timings, and nothing from
+  # the libraries' loggers.
   assert "[1/3] best_of_n" in proc.stdout and "[3/3] bandit_training: ok in" in proc.stdout
+  assert "[thread=" not in proc.stdout
+  assert not re.search(r"[DIWEF]\d{4} \d\d:\d\d:\d\d", proc.stdout)
   assert json.loads((out / "config.json").read_text())["seed"] == 1
   index_md = (out / "index.md").read_text()
   index_html = (out / "index.html").read_text()
@@ -42,10 +66,111 @@ def test_smoke_run_writes_index_with_every_figure(tmp_path):
   assert "| bandit | estimator | k_opt schedule | max@1 | max@4 |" in index_md
   assert "table unavailable" not in index_md
   assert "<table>" in index_html
+  assert "<code>python -m experiments.reproduce</code>" in index_html
   for stage in ("best_of_n", "bandit_variance", "bandit_training"):
     assert (out / stage / "results.csv").exists() and (out / stage / "log.txt").exists()
     assert "--seed=1" in (out / stage / "reproduce_command.txt").read_text()
-  # Finished stages are reused on a second run.
+  # Figures at a legible size: at least 1000 px wide (PNG header: width at bytes 16-20).
+  for png in pngs:
+    with open(out / png, "rb") as f:
+      header = f.read(24)
+    width = int.from_bytes(header[16:20], "big")
+    assert width >= 1000, (png, width)
+
+
+def _wait_for_images(chrome, timeout=30.0):
+  deadline = time.time() + timeout
+  while time.time() < deadline:
+    if chrome.execute("return Array.from(document.images).every(i => i.complete)"):
+      return
+    time.sleep(0.2)
+  raise AssertionError("images still loading")
+
+
+@pytest.mark.skipif(_SKIP_BROWSER, reason="MAXK_SKIP_BROWSER_TEST=1")
+def test_index_page_in_headless_chromium(smoke_run, tmp_path):
+  out, _ = smoke_run
+  _, _, missing = browser.find()
+  assert not missing, missing  # CI installs Chromium (.ci/run): a missing one fails.
+  pngs = _pngs(out)
+  url = (out / "index.html").as_uri()
+  os.makedirs(ARTIFACTS, exist_ok=True)
+  with browser.Chromium(width=1400, height=1000) as chrome:
+    chrome.get(url)
+    _wait_for_images(chrome)
+    shot = chrome.screenshot(str(tmp_path / "index.png"), full_page=True)
+    shutil.copy(shot, os.path.join(ARTIFACTS, "reproduce_index.png"))
+    images = chrome.execute(
+      "return Array.from(document.images).map(i => [i.getAttribute('src'), i.naturalWidth])"
+    )
+    # Every figure is on the page (in the grid and in its enlarged view), and loads.
+    assert sorted({src for src, _ in images}) == pngs
+    assert [src for src, width in images if width == 0] == []
+    # Nothing on the page errors: no console error, exception or failed load.
+    errors = [e for e in chrome.console_log() if e["level"] in ("SEVERE", "WARNING")]
+    assert errors == []
+    # A table of contents down to each figure, every link landing on the page.
+    links = chrome.execute(
+      "return Array.from(document.querySelectorAll('nav.toc a')).map(a => a.hash.slice(1))"
+    )
+    assert chrome.execute(
+      "return arguments[0].every(id => document.getElementById(id) !== null)", links
+    )
+    figure_links = [h for h in links if h.startswith("fig-")]
+    linked = chrome.execute(
+      "return arguments[0].map(id => "
+      "document.getElementById(id).querySelector('img').getAttribute('src'))",
+      figure_links,
+    )
+    assert sorted(linked) == pngs
+    # Each figure's explanation beneath it; inline code as code, no raw backticks.
+    captions = chrome.execute(
+      "return Array.from(document.querySelectorAll('main figure')).map("
+      "f => [f.querySelector('img').getBoundingClientRect().bottom,"
+      " f.querySelector('figcaption').getBoundingClientRect().top,"
+      " f.querySelector('figcaption').innerText.length])"
+    )
+    assert len(captions) == len(pngs)
+    assert all(top >= bottom and length > 20 for bottom, top, length in captions)
+    assert "`" not in chrome.execute("return document.body.innerText")
+    assert chrome.execute("return document.querySelectorAll('.intro code').length") >= 1
+    # Figures in a grid: several side by side at this width.
+    tops = chrome.execute(
+      "return Array.from(document.querySelectorAll('#best_of_n ~ .grid figure'))"
+      ".map(f => Math.round(f.getBoundingClientRect().top))"
+    )
+    assert len(tops) > len(set(tops))
+    # Wide tables scroll inside their own box; the page itself never scrolls sideways.
+    assert chrome.execute(
+      "return Array.from(document.querySelectorAll('table'))"
+      ".every(t => t.parentElement.classList.contains('table-wrap'))"
+    )
+    for width in (1400, 700):
+      chrome.set_window(width, 1000)
+      overflow = chrome.execute(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+      )
+      assert overflow <= 0, (width, overflow)
+    # Click to enlarge: the figure's overlay shows the image at full window size.
+    chrome.set_window(1400, 1000)
+    first = figure_links[0]
+    chrome.execute(f"document.querySelector('a[href=\"#zoom-{first}\"]').click()")
+    shown = chrome.execute(
+      f"return getComputedStyle(document.getElementById('zoom-{first}')).display"
+    )
+    assert shown != "none"
+    zoomed = chrome.screenshot(str(tmp_path / "index_zoomed.png"))
+    shutil.copy(zoomed, os.path.join(ARTIFACTS, "reproduce_index_zoomed.png"))
+    chrome.execute(f"document.querySelector('#zoom-{first} a').click()")
+    assert (
+      chrome.execute(f"return getComputedStyle(document.getElementById('zoom-{first}')).display")
+      == "none"
+    )
+    assert chrome.console_log() == []
+
+
+def test_reused_stages_on_a_second_run(smoke_run):
+  out, _ = smoke_run
   proc = binaries.run(
     "experiments.reproduce",
     f"--out_dir={out}",
