@@ -1,11 +1,13 @@
-"""Held-out evaluation: unbiased pass@k and max@k for k = 1..n_eval, entropy, solve rate.
+"""Held-out evaluation: unbiased pass@k and max@k for k = 1..n_eval, entropy, length.
 
-For each held-out prompt we draw n_eval completions and score them; pass@k uses
-the binary reward and the unbiased estimator of Chen et al. 2021 (``maxk.pass_at_k``),
-max@k the continuous reward and the U-statistic of PKPO Eq. 12-14
-(``maxk.max_at_k``), both averaged over prompts. ``solved`` marks the prompts with
-at least one correct sample; OR-ed over evaluations it gives the cumulative solve
-rate.
+The evaluation set holds ``eval.num_prompts`` problems with distinct problem keys
+(``tasks.heldout_problems``), drawn from their own random stream; training never
+sees a problem with one of their keys (see ``splits``). For each we draw n_eval
+completions and score them; pass@k uses the binary reward and the unbiased
+estimator of Chen et al. 2021 (``maxk.pass_at_k``), max@k the continuous reward
+and the U-statistic of PKPO Eq. 12-14 (``maxk.max_at_k``), both averaged over
+prompts. ``evaluate`` also returns the per-prompt rewards, from which
+``reporting`` derives intervals, difficulty bins and paired differences.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ import maxk
 class EvalSet:
   prompts: list[str]
   prompt_ids: np.ndarray  # [P, L] int32.
+  keys: np.ndarray  # [P] int64 problem keys, distinct.
 
 
 def make_eval_set(task: tasks_lib.Task, seed: int, num_prompts: int) -> EvalSet:
-  examples = tasks_lib.heldout_examples(task, seed, num_prompts)
-  prompts = [e.prompt for e in examples]
-  return EvalSet(prompts, tasks_lib.encode_prompts(prompts))
+  problems = tasks_lib.heldout_problems(task, seed, num_prompts)
+  prompts = [task.example(row).prompt for row in problems]
+  return EvalSet(prompts, tasks_lib.encode_prompts(prompts), task.problem_keys(problems))
 
 
 def sample_and_score(
@@ -75,12 +78,19 @@ def sample_and_score(
 
 
 @jax.jit
+def per_prompt_all_k(binary_Pxn: jax.Array, continuous_Pxn: jax.Array):
+  """Per-prompt pass@k (binary) and max@k (continuous) for k = 1..n: ``[n, P]`` each."""
+  n = binary_Pxn.shape[-1]
+  pass_at_k = jnp.stack([maxk.pass_at_k(binary_Pxn, k) for k in range(1, n + 1)])
+  max_at_k = jnp.stack([maxk.max_at_k(continuous_Pxn, k) for k in range(1, n + 1)])
+  return pass_at_k, max_at_k
+
+
+@jax.jit
 def all_k_metrics(binary_Pxn: jax.Array, continuous_Pxn: jax.Array):
   """Mean over prompts of pass@k (binary) and max@k (continuous) for k = 1..n: ``[n]`` each."""
-  n = binary_Pxn.shape[-1]
-  pass_at_k = jnp.stack([jnp.mean(maxk.pass_at_k(binary_Pxn, k)) for k in range(1, n + 1)])
-  max_at_k = jnp.stack([jnp.mean(maxk.max_at_k(continuous_Pxn, k)) for k in range(1, n + 1)])
-  return pass_at_k, max_at_k
+  pass_at_k, max_at_k = per_prompt_all_k(binary_Pxn, continuous_Pxn)
+  return jnp.mean(pass_at_k, axis=-1), jnp.mean(max_at_k, axis=-1)
 
 
 def evaluate(
@@ -96,17 +106,17 @@ def evaluate(
   temperature: float = 1.0,
   top_p: float = 1.0,
   chunk_prompts: int = 0,
-) -> tuple[dict[str, Any], np.ndarray]:
-  """Evaluation metrics (JSON-ready) and the per-prompt ``solved`` vector.
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+  """Evaluation metrics (JSON-ready) and the per-prompt rewards.
 
   Args:
     chunk_prompts: sample at most this many prompts at a time (0: all at once).
 
   Returns:
-    ``(metrics, solved_P)``, ``solved_P`` a boolean ``[P]`` host array (at least one
-    correct sample per prompt); metrics hold ``pass_at_k`` and ``max_at_k`` lists over
+    ``(metrics, rewards)``: metrics hold ``pass_at_k`` and ``max_at_k`` lists over
     k = 1..n, the mean token ``entropy`` of the policy along the samples and the
-    mean completion ``length``.
+    mean completion ``length``; ``rewards`` the ``binary`` and ``continuous``
+    rewards, float32 host arrays ``[P, n]`` in the order of ``eval_set``.
   """
   num_prompts = len(eval_set.prompts)
   chunk = chunk_prompts or num_prompts
@@ -140,4 +150,4 @@ def evaluate(
     "entropy": float(np.sum(cat["entropy"] * mask) / max(np.sum(mask), 1.0)),
     "length": float(np.mean(np.sum(mask, axis=-1))),
   }
-  return metrics, np.asarray(cat["binary"]).max(axis=-1) > 0
+  return metrics, {"binary": cat["binary"], "continuous": cat["continuous"]}

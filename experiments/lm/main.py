@@ -4,6 +4,11 @@ Usage:
   python -m experiments.lm.main --config=experiments/lm/configs/tiny.py --workdir=/tmp/lm
   python -m experiments.lm.main --config=experiments/lm/configs/default.py \
       --config.rl.runs=max_at_k@1,max_at_k@8,grpo --workdir=/tmp/lm_default
+  python -m experiments.lm.main --config=experiments/lm/configs/study.py:program \
+      --config.seed=1 --workdir=/tmp/lm_study_program_1
+  python -m experiments.lm.main --config=experiments/lm/configs/default.py \
+      --config.rl.inner_epochs=4 --workdir=/tmp/lm_off_policy \
+      --config.rl.runs=max_at_k@4/exact,max_at_k@4/first_order,max_at_k@4/ppo_clip
 
 Running the same command again resumes from the last checkpoint in
 ``WORKDIR/checkpoints`` (see experiments/lm/checkpointing.py). A workdir belongs to

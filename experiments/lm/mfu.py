@@ -43,3 +43,58 @@ def mfu(
   A trained token costs 3x its forward FLOPs (forward + backward), a sampled one 1x.
   """
   return (3.0 if train else 1.0) * forward_flops_per_token * tokens_per_second / peak
+
+
+def rl_step_throughput(
+  *,
+  rows: int,
+  prompt_len: int,
+  completion_len: int,
+  inner_epochs: int,
+  sample_seconds: float,
+  update_seconds: float,
+  forward_flops_per_token: float,
+  peak: float | None,
+  num_devices: int,
+) -> dict[str, float]:
+  """Tokens/s of one RL step (all devices together) and, if ``peak`` is known, MFU.
+
+  Args:
+    rows: sampled sequences (prompts x samples per prompt).
+    prompt_len: prompt tokens per row (BOS included).
+    completion_len: generated positions per row (the decode loop runs them all).
+    inner_epochs: full-batch updates on the sample.
+    sample_seconds: wall time of sampling and scoring.
+    update_seconds: wall time of the update (all inner epochs).
+    forward_flops_per_token: :func:`experiments.lm.model.flops_per_token`.
+    peak: one device's peak FLOP/s (:func:`peak_flops`), or None.
+    num_devices: devices sharing the work (MFU is per device).
+
+  Returns:
+    ``tokens_per_s``: generated tokens over the step's time (sampling + update);
+    ``sample_tokens_per_s``: generated tokens over the sampling time;
+    ``train_tokens_per_s``: trained positions (rows x (prompt + completion) x
+    inner_epochs) over the update time; with a peak, ``sample_mfu`` and ``train_mfu``
+    per device (the update's extra forward passes, for the old and reference
+    log-probs, are not counted, so ``train_mfu`` is a lower bound).
+  """
+  if sample_seconds <= 0 or update_seconds <= 0:
+    raise ValueError(
+      f"sample_seconds={sample_seconds} and update_seconds={update_seconds} must be > 0."
+    )
+  sampled = rows * completion_len
+  trained = rows * (prompt_len + completion_len) * inner_epochs
+  out = {
+    "tokens_per_s": sampled / (sample_seconds + update_seconds),
+    "sample_tokens_per_s": sampled / sample_seconds,
+    "train_tokens_per_s": trained / update_seconds,
+  }
+  if peak:
+    per_device = 1.0 / max(num_devices, 1)
+    out["sample_mfu"] = mfu(
+      forward_flops_per_token, out["sample_tokens_per_s"] * per_device, peak, train=False
+    )
+    out["train_mfu"] = mfu(
+      forward_flops_per_token, out["train_tokens_per_s"] * per_device, peak, train=True
+    )
+  return out

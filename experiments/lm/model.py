@@ -186,7 +186,11 @@ def apply(
 
 
 def token_logprobs(
-  graphdef: nnx.GraphDef, params: dict[str, Any], tokens_BxT: jax.Array, prompt_len: int
+  graphdef: nnx.GraphDef,
+  params: dict[str, Any],
+  tokens_BxT: jax.Array,
+  prompt_len: int,
+  temperature: float = 1.0,
 ) -> tuple[jax.Array, jax.Array]:
   """Teacher-forced log-probs and entropies of the completion tokens.
 
@@ -195,12 +199,19 @@ def token_logprobs(
     params: parameters.
     tokens_BxT: prompt (``prompt_len`` tokens) followed by the completion.
     prompt_len: number of prompt tokens.
+    temperature: the log-probs are those of softmax(logits / temperature), the
+      distribution ``sampling.generate`` draws from at that temperature (top-p 1).
 
   Returns:
-    ``(logp_BxC, entropy_BxC)`` for the C = T - prompt_len completion positions.
+    ``(logp_BxC, entropy_BxC)`` for the C = T - prompt_len completion positions, both
+    of the tempered distribution.
   """
+  if not temperature > 0:
+    raise ValueError(f"temperature={temperature} must be > 0.")
   logits_BxTxV, _ = apply(graphdef, params, tokens_BxT[:, :-1])
   logits_BxCxV = logits_BxTxV[:, prompt_len - 1 :]
+  if temperature != 1.0:
+    logits_BxCxV = logits_BxCxV / temperature
   logz_BxCxV = jax.nn.log_softmax(logits_BxCxV, axis=-1)
   targets_BxC = tokens_BxT[:, prompt_len:]
   logp_BxC = jnp.take_along_axis(logz_BxCxV, targets_BxC[..., None], axis=-1)[..., 0]

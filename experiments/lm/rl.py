@@ -2,6 +2,18 @@ r"""RL objective: maxk advantages, PPO-style clipped inner epochs, KL to the war
 
 Per prompt we draw n completions y_1..y_n from pi_old and score them, r [P, n].
 
+**Which policy.** The sampler draws each token from softmax(logits / tau) at the
+temperature tau = ``rl.temperature`` (``sampling.generate``), so the policy being
+optimised is that *tempered* distribution pi(y) = prod_t softmax(logits_t / tau)[y_t]:
+every log-prob below (the score function, the importance ratios, the KL) is computed
+at tau (``UpdateSpec.temperature``, ``model.token_logprobs``). Scoring samples drawn
+at tau != 1 with the temperature-1 log-probs would bias the gradient (the test
+``rl_test.py`` enumerates a small model's completions and shows both facts).
+Nucleus (top-p) sampling is refused for RL (``validation``: ``rl.top_p`` must be 1):
+the nucleus is a parameter-dependent support, so the renormalised log-probs are not
+defined for samples that leave it after an update (infinite importance ratios), and
+the expected reward jumps where the nucleus changes, which no score function sees.
+
 **On-policy gradient.** The estimator (one of :mod:`experiments.estimators`) turns
 r into advantages a [P, n] on the gradient scale (sum_i a_i grad log pi(y_i)
 estimates grad max@k for the max@k baselines), so the sequence-level
@@ -17,7 +29,9 @@ no length bias is introduced. We average over prompts.
 **Inner epochs.** The batch is reused for ``inner_epochs`` full-batch updates;
 after the first, pi_theta != pi_old. With rho_i = exp(log_ratio_i) and
 log_ratio_i = log pi_theta(y_i) - log pi_old(y_i) (sequence level), the gradient
-weight w_i of grad log pi_theta(y_i) is, by ``off_policy``:
+weight w_i of grad log pi_theta(y_i) is, by the run's off-policy method (a run's
+``/method`` suffix in ``rl.runs``, else ``rl.off_policy``; so one config compares
+the methods on the same prompts and sampling keys):
 
 * ``"exact"`` / ``"first_order"`` (max@k estimators): the importance-weighted
   max@k weights ``maxk.max_at_k_advantages_off_policy(r, log_ratio, k, method)``
@@ -28,17 +42,42 @@ weight w_i of grad log pi_theta(y_i) is, by ``off_policy``:
   has zero mean under pi_old for every theta and the estimator stays unbiased; at
   rho = 1 (the first epoch) w equals the on-policy advantages exactly.
 * ``"ppo_clip"`` (any estimator; always used by k-independent ones such as GRPO):
-  w_i = rho_i * a_i, the gradient of PPO's ratio objective (Schulman et al. 2017).
+  w_i = rho_i * a_i, the gradient of PPO's ratio objective (Schulman et al. 2017,
+  arXiv 1707.06347, Eq. 7).
 * ``"surrogate"`` (max@k estimators): maximise ``maxk.max_at_k_surrogate`` plus the
   same ratio-scaled baseline; its gradient equals ``"exact"`` without clipping.
 
-Clipping (all but ``"surrogate"``), as PPO's min(rho a, clip(rho) a) does per
-sample: a sample whose ratio has left [1 - eps, 1 + eps] in the direction its
-weight pushes gets weight 0.
+**Clipping** (all but ``"surrogate"``), as PPO's min(rho a, clip(rho) a) does per
+sample: a sample whose *own* ratio has left [1 - eps, 1 + eps] in the direction its
+weight pushes gets weight 0. For ``"exact"`` this is only a partial trust region:
+w_i = (1/C(n,k)) sum over k-subsets I containing i of (prod_{j in I} rho_j) max_I r,
+so every term also carries the ratios of up to k - 1 *other* samples, which are
+never clipped. A sample inside the region can thus get a weight scaled by a product
+of k - 1 others' ratios (each possibly far outside it), and a sample whose own weight
+was clipped still scales the weights of every subset it belongs to. ``"first_order"``
+replaces the product by 1 + sum_j (rho_j - 1), so other samples' ratios enter
+additively; ``"ppo_clip"`` uses the sample's own ratio only (biased for max@k once
+pi_theta != pi_old, but bounded).
 
-**KL penalty.** ``kl_coef * mean_i sum_t k3_t`` with the non-negative estimator
-k3 = exp(x) - 1 - x, x = log pi_ref(y_t) - log pi_theta(y_t) (Schulman 2020,
-"Approximating KL divergence"), pi_ref the warm-start policy.
+**Diagnostics** (logged per step, at the last inner epoch): ``last_ess_frac``, the
+effective sample size (sum_i rho_i)^2 / sum_i rho_i^2 of each prompt's n ratios
+over n, averaged over prompts (1 on-policy); ``last_max_weight``, the largest
+normalised ratio rho_i / sum_j rho_j over all prompts (1/n on-policy, 1 when one
+sample carries its group); for max@k runs ``last_gap_first_order`` and
+``last_gap_ppo_clip``, the relative L2 distance ||w_m - w_exact|| / ||w_exact|| of
+that method's unclipped weights from the exact ones on the same batch.
+
+**KL penalty** ``kl_coef * KL(pi_theta || pi_ref)`` (sequence level, pi_ref the warm
+start at the same temperature), through :func:`kl_penalty`. Its gradient is
+E_{pi_theta}[sum_t grad log pi_theta(y_t | y_<t) sum_{s >= t} (log pi_theta(y_s | y_<s)
+- log pi_ref(y_s | y_<s))] (the score function of the log-ratio, with the rewards to
+go: earlier terms have zero mean), importance-weighted by rho_i in later epochs, so
+its expectation under pi_old is the exact gradient of KL(pi_theta || pi_ref). The
+logged value is the non-negative estimator k3 = exp(x) - 1 - x, x = log pi_ref(y_t)
+- log pi_theta(y_t) (Schulman 2020, "Approximating KL divergence"), summed over
+tokens and weighted by rho_i. k3 serves as the value only: used as a loss, its
+gradient has, token by token, the expectation of grad KL(pi_ref || pi_theta), the
+forward KL's, not the reverse one's (it omits the score-function term).
 """
 
 from __future__ import annotations
@@ -64,11 +103,14 @@ BASELINES = estimators_lib.BASELINES
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-  """One RL run: an estimator and its k_opt schedule (see :mod:`experiments.schedules`)."""
+  """One RL run: an estimator, its k_opt schedule (see :mod:`experiments.schedules`)
+  and its off-policy method for inner epochs after the first (one of ``OFF_POLICY``;
+  always ``"ppo_clip"`` for the k-free estimators)."""
 
   name: str
   estimator: str
   schedule: schedules.Schedule
+  off_policy: str = "exact"
 
   def k_at(self, step: int) -> int:
     """k_opt of RL step ``step``, numbered from 1 as the training loop counts them.
@@ -82,43 +124,77 @@ class RunSpec:
   def k_label(self) -> str:
     return "n/a" if self.estimator in K_FREE_ESTIMATORS else self.schedule.spec
 
+  @property
+  def annealed(self) -> bool:
+    return self.estimator not in K_FREE_ESTIMATORS and len(set(self.schedule.ks)) > 1
 
-def parse_runs(text: str, n: int, *, num_steps: int | None = None) -> list[RunSpec]:
-  """Parses ``"max_at_k@1,max_at_k@4,max_at_k@8:50:1,grpo"`` into run specs.
+  def label(self, baseline: str, inner_epochs: int) -> str:
+    """The run's ``method`` in results: the estimator (``max_at_k/<baseline>``), then
+    ``/anneal`` for a k schedule that changes k, then the off-policy method when it
+    applies (``inner_epochs > 1``): e.g. ``max_at_k/loo_minus_one/anneal/exact``,
+    ``grpo/ppo_clip``."""
+    label = f"max_at_k/{baseline}" if self.estimator == "max_at_k" else self.estimator
+    if self.annealed:
+      label += "/anneal"
+    if inner_epochs > 1:
+      label += f"/{self.off_policy}"
+    return label
 
-  Each entry is ``estimator`` or ``estimator@schedule``; a schedule (default ``1``) is
+
+def parse_runs(
+  text: str, n: int, *, num_steps: int | None = None, off_policy: str = "exact"
+) -> list[RunSpec]:
+  """Parses ``"max_at_k@1,max_at_k@8:50:1,max_at_k@4/ppo_clip,grpo"`` into run specs.
+
+  Each entry is ``estimator[@schedule][/method]``. A schedule (default ``1``) is
   ``k`` or ``k0:t1:k1[:t2:k2...]``: k0 for the first t1 RL steps, then k1 until step
   t2, and so on (:func:`experiments.schedules.parse_schedule`; PKPO Fig. 3 anneals k
-  this way). k-free estimators (GRPO, RLOO, max-minus-second) take no schedule.
+  this way). k-free estimators (GRPO, RLOO, max-minus-second) take no schedule. The
+  method (one of ``OFF_POLICY``; default ``off_policy``, i.e. ``rl.off_policy``) sets
+  the run's inner-epoch weights; k-free estimators accept only ``ppo_clip``. A run
+  named with a method gets it in its name (``max_at_k_k4_ppo_clip``).
 
   Args:
     text: the comma-separated run specs (``rl.runs``).
     n: samples per prompt; every k must satisfy ``1 <= k <= n``.
     num_steps: the number of RL steps when known (``rl.steps``): switch steps must
       then be smaller.
+    off_policy: the method of runs that name none (``rl.off_policy``).
 
   Raises:
-    ValueError: on an unknown estimator, a bad schedule, k outside [1, n], switch
-      steps that do not strictly increase inside (0, num_steps), or a repeated run.
+    ValueError: on an unknown estimator or method, a bad schedule, k outside [1, n],
+      switch steps that do not strictly increase inside (0, num_steps), or a repeated
+      run.
   """
+  if off_policy not in OFF_POLICY:
+    raise ValueError(f"Unknown off_policy={off_policy!r}; valid: {OFF_POLICY}.")
   specs = []
   for entry in [e.strip() for e in text.split(",") if e.strip()]:
-    estimator, _, schedule_text = entry.partition("@")
+    head, slash, method = entry.partition("/")
+    estimator, _, schedule_text = head.partition("@")
     if estimator not in ESTIMATORS:
       raise ValueError(f"Unknown estimator {estimator!r} in runs={text!r}; valid: {ESTIMATORS}.")
+    if slash and method not in OFF_POLICY:
+      raise ValueError(f"run {entry!r}: unknown off-policy method {method!r}; valid: {OFF_POLICY}.")
+    suffix = f"_{method}" if slash else ""
     if estimator in K_FREE_ESTIMATORS:
-      specs.append(RunSpec(estimator, estimator, schedules.constant(1)))
+      if schedule_text:
+        raise ValueError(f"run {entry!r}: {estimator} does not depend on k; drop '@'.")
+      if slash and method != "ppo_clip":
+        raise ValueError(f"run {entry!r}: {estimator} supports only the ppo_clip method.")
+      specs.append(RunSpec(estimator + suffix, estimator, schedules.constant(1), "ppo_clip"))
       continue
     try:
       schedule = schedules.parse_schedule(schedule_text or "1", num_steps=num_steps, n=n)
     except ValueError as e:
       raise ValueError(f"run {entry!r}: {e}") from None
-    name = f"{estimator}_k{schedule.spec}".replace(":", "-")
-    specs.append(RunSpec(name, estimator, schedule))
+    name = f"{estimator}_k{schedule.spec}{suffix}".replace(":", "-")
+    specs.append(RunSpec(name, estimator, schedule, method if slash else off_policy))
   if not specs:
     raise ValueError("rl.runs must name at least one run.")
   names = [s.name for s in specs]
-  if len(set(names)) != len(names):
+  same = [(s.estimator, s.schedule.spec, s.off_policy) for s in specs]
+  if len(set(names)) != len(names) or len(set(same)) != len(same):
     raise ValueError(f"rl.runs={text!r} repeats a run.")
   return specs
 
@@ -137,7 +213,7 @@ def advantages(estimator: str, rewards_Pxn: jax.Array, k: int, baseline: str) ->
 
 @dataclasses.dataclass(frozen=True)
 class UpdateSpec:
-  """Static settings of one jitted RL update."""
+  """Static settings of one jitted RL update (``temperature``: the sampler's)."""
 
   estimator: str
   k: int
@@ -148,6 +224,7 @@ class UpdateSpec:
   kl_coef: float = 0.0
   n: int = 8
   prompt_len: int = 1
+  temperature: float = 1.0
 
   def __post_init__(self):
     if self.off_policy not in OFF_POLICY:
@@ -156,6 +233,8 @@ class UpdateSpec:
       raise ValueError(f"Unknown baseline={self.baseline!r}; valid: {BASELINES}.")
     if self.inner_epochs < 1:
       raise ValueError(f"inner_epochs={self.inner_epochs} must be >= 1.")
+    if not self.temperature > 0:
+      raise ValueError(f"temperature={self.temperature} must be > 0.")
 
   @property
   def method(self) -> str:
@@ -163,8 +242,88 @@ class UpdateSpec:
     return "ppo_clip" if self.estimator in K_FREE_ESTIMATORS else self.off_policy
 
 
+def importance_diagnostics(log_ratio_Pxn: jax.Array) -> dict[str, jax.Array]:
+  """Effective sample size and largest normalised weight of sequence-level ratios.
+
+  Args:
+    log_ratio_Pxn: log pi_theta(y) - log pi_old(y) of each prompt's n samples.
+
+  Returns:
+    ``ess_frac``: mean over prompts of (sum_i rho_i)^2 / (n sum_i rho_i^2), in
+    [1/n, 1] (Kong 1992's effective sample size over n); ``max_weight``: the largest
+    rho_i / sum_j rho_j over every prompt's samples, in [1/n, 1].
+  """
+  n = log_ratio_Pxn.shape[-1]
+  # Shifting the log-ratios by a constant per prompt leaves both unchanged.
+  rho_Pxn = jnp.exp(log_ratio_Pxn - jnp.max(log_ratio_Pxn, axis=-1, keepdims=True))
+  total_P = jnp.sum(rho_Pxn, axis=-1)
+  ess_P = total_P**2 / jnp.sum(rho_Pxn**2, axis=-1)
+  return {
+    "ess_frac": jnp.mean(ess_P) / n,
+    "max_weight": jnp.max(rho_Pxn / total_P[:, None]),
+  }
+
+
+def kl_penalty(
+  logp_BxC: jax.Array, logp_ref_BxC: jax.Array, mask_BxC: jax.Array, rho_B: jax.Array
+) -> jax.Array:
+  """Per-row loss term whose gradient estimates grad KL(pi_theta || pi_ref).
+
+  Args:
+    logp_BxC: token log-probs under pi_theta (differentiated).
+    logp_ref_BxC: token log-probs under pi_ref (constant).
+    mask_BxC: 1 on the completion's tokens (up to and including EOS).
+    rho_B: the sequence-level ratio pi_theta(y) / pi_old(y) of each row (constant; 1
+      when the rows were drawn from pi_theta).
+
+  Returns:
+    ``[B]``: the value is rho times the k3 estimate of the row's sequence KL,
+    sum_t exp(x_t) - 1 - x_t with x_t = log pi_ref - log pi_theta; the gradient is
+    rho * sum_t grad log pi_theta(y_t | y_<t) * sum_{s >= t} (log pi_theta - log pi_ref)(y_s),
+    whose expectation over rows drawn from pi_old is exactly grad KL(pi_theta || pi_ref)
+    (see the module docstring).
+  """
+  rho_B = jax.lax.stop_gradient(rho_B)
+  log_ratio_BxC = jax.lax.stop_gradient((logp_BxC - logp_ref_BxC) * mask_BxC)
+  to_go_BxC = jnp.flip(jnp.cumsum(jnp.flip(log_ratio_BxC, -1), axis=-1), -1)
+  score_BxC = (logp_BxC - jax.lax.stop_gradient(logp_BxC)) * mask_BxC  # Value 0.
+  x_BxC = -log_ratio_BxC
+  k3_B = jnp.sum((jnp.exp(x_BxC) - 1.0 - x_BxC) * mask_BxC, axis=-1)
+  return rho_B * (k3_B + jnp.sum(to_go_BxC * score_BxC, axis=-1))
+
+
+def off_policy_weights(
+  method: str,
+  rewards_Pxn: jax.Array,
+  log_ratio_Pxn: jax.Array,
+  adv_Pxn: jax.Array,
+  shift_Pxn: jax.Array,
+  k: int,
+) -> jax.Array:
+  """Unclipped weights w [P, n] of grad log pi_theta(y_i) for ``exact``, ``first_order``
+  or ``ppo_clip`` (see the module docstring); ``shift = adv - S`` is the max@k
+  estimator's baseline term (zero for the k-free estimators)."""
+  rho_Pxn = jnp.exp(log_ratio_Pxn)
+  if method == "ppo_clip":
+    return adv_Pxn * rho_Pxn
+  if method not in ("exact", "first_order"):
+    raise ValueError(f"method={method!r} must be one of ('exact', 'first_order', 'ppo_clip').")
+  return (
+    maxk.max_at_k_advantages_off_policy(rewards_Pxn, log_ratio_Pxn, k, method=method)
+    + shift_Pxn * rho_Pxn
+  )
+
+
+def _relative_gap(w_Pxn: jax.Array, reference_Pxn: jax.Array) -> jax.Array:
+  norm = jnp.sqrt(jnp.sum(reference_Pxn**2))
+  gap = jnp.sqrt(jnp.sum((w_Pxn - reference_Pxn) ** 2))
+  return jnp.where(norm > 0, gap / jnp.where(norm > 0, norm, 1.0), 0.0)
+
+
 def _sequence_logp(graphdef, params, tokens_BxT, mask_BxC, spec):
-  logp_BxC, entropy_BxC = model_lib.token_logprobs(graphdef, params, tokens_BxT, spec.prompt_len)
+  logp_BxC, entropy_BxC = model_lib.token_logprobs(
+    graphdef, params, tokens_BxT, spec.prompt_len, spec.temperature
+  )
   return logp_BxC, jnp.sum(logp_BxC * mask_BxC, axis=-1).reshape(-1, spec.n), entropy_BxC
 
 
@@ -184,8 +343,15 @@ def policy_loss(
   logp_BxC, seq_Pxn, _ = _sequence_logp(graphdef, params, tokens_BxT, mask_BxC, spec)
   num_prompts = seq_Pxn.shape[0]
   log_ratio_Pxn = jax.lax.stop_gradient(seq_Pxn - seq_old_Pxn)
-  rho_Pxn = jnp.exp(log_ratio_Pxn)
   method = spec.method
+  metrics = importance_diagnostics(log_ratio_Pxn)
+  if spec.estimator == "max_at_k":
+    weights = {
+      m: off_policy_weights(m, rewards_Pxn, log_ratio_Pxn, adv_Pxn, shift_Pxn, spec.k)
+      for m in ("exact", "first_order", "ppo_clip")
+    }
+    for m in ("first_order", "ppo_clip"):
+      metrics[f"gap_{m}"] = _relative_gap(weights[m], weights["exact"])
   if method == "surrogate":
     objective = jnp.sum(
       maxk.max_at_k_surrogate(seq_Pxn, seq_old_Pxn, rewards_Pxn, spec.k)
@@ -193,13 +359,10 @@ def policy_loss(
     pg_loss = -objective / num_prompts
     clip_frac = jnp.zeros(())
   else:
-    if method == "ppo_clip":
-      w_Pxn = adv_Pxn * rho_Pxn
+    if spec.estimator == "max_at_k":
+      w_Pxn = weights[method]
     else:
-      w_Pxn = (
-        maxk.max_at_k_advantages_off_policy(rewards_Pxn, log_ratio_Pxn, spec.k, method=method)
-        + shift_Pxn * rho_Pxn
-      )
+      w_Pxn = off_policy_weights(method, rewards_Pxn, log_ratio_Pxn, adv_Pxn, shift_Pxn, spec.k)
     clipped_Pxn = ((w_Pxn > 0) & (log_ratio_Pxn > jnp.log1p(spec.clip_eps))) | (
       (w_Pxn < 0) & (log_ratio_Pxn < jnp.log1p(-spec.clip_eps))
     )
@@ -207,17 +370,31 @@ def policy_loss(
     pg_loss = -jnp.sum(w_Pxn * seq_Pxn) / num_prompts
     clip_frac = jnp.mean(clipped_Pxn.astype(jnp.float32))
   if spec.kl_coef > 0:
-    x_BxC = logp_ref_BxC - logp_BxC
-    kl = jnp.mean(jnp.sum((jnp.exp(x_BxC) - 1.0 - x_BxC) * mask_BxC, axis=-1))
+    kl = jnp.mean(kl_penalty(logp_BxC, logp_ref_BxC, mask_BxC, jnp.exp(log_ratio_Pxn).reshape(-1)))
   else:
     kl = jnp.zeros(())
   loss = pg_loss + spec.kl_coef * kl
   return loss, {
     "pg_loss": pg_loss,
-    "kl": kl,
+    "kl": jax.lax.stop_gradient(kl),
     "clip_frac": clip_frac,
     "abs_log_ratio": jnp.mean(jnp.abs(log_ratio_Pxn)),
+    **metrics,
   }
+
+
+# Per-epoch metrics also logged at the last inner epoch (``last_<name>``); the rest
+# are logged at the first (on-policy) epoch only, where these would be trivial
+# (ratios 1) but for the first two.
+LAST_EPOCH_METRICS = (
+  "clip_frac",
+  "abs_log_ratio",
+  "ess_frac",
+  "max_weight",
+  "gap_first_order",
+  "gap_ppo_clip",
+)
+_FIRST_EPOCH_ALSO = ("clip_frac", "abs_log_ratio")
 
 
 def make_update(
@@ -244,7 +421,9 @@ def make_update(
     else:
       shift_Pxn = jnp.zeros_like(adv_Pxn)
     if spec.kl_coef > 0:
-      logp_ref_BxC, _ = model_lib.token_logprobs(graphdef, ref_params, tokens_BxT, spec.prompt_len)
+      logp_ref_BxC, _ = model_lib.token_logprobs(
+        graphdef, ref_params, tokens_BxT, spec.prompt_len, spec.temperature
+      )
     else:
       logp_ref_BxC = jnp.zeros_like(logp_old_BxC)
     grad_fn = jax.value_and_grad(policy_loss, has_aux=True)
@@ -270,12 +449,13 @@ def make_update(
     (params, opt_state), per_epoch = jax.lax.scan(
       epoch, (params, opt_state), None, length=spec.inner_epochs
     )
-    metrics = {name: x[0] for name, x in per_epoch.items()}
-    metrics.update(
-      last_clip_frac=per_epoch["clip_frac"][-1],
-      last_abs_log_ratio=per_epoch["abs_log_ratio"][-1],
-      adv_abs_mean=jnp.mean(jnp.abs(adv_Pxn)),
-    )
+    metrics = {}
+    for name, x in per_epoch.items():
+      if name not in LAST_EPOCH_METRICS or name in _FIRST_EPOCH_ALSO:
+        metrics[name] = x[0]
+      if name in LAST_EPOCH_METRICS:
+        metrics[f"last_{name}"] = x[-1]
+    metrics["adv_abs_mean"] = jnp.mean(jnp.abs(adv_Pxn))
     return params, opt_state, metrics
 
   return jax.jit(
@@ -286,8 +466,12 @@ def make_update(
 def make_optimizer(
   learning_rate: float, warmup_steps: int, max_grad_norm: float, weight_decay: float = 0.0
 ) -> optax.GradientTransformation:
-  """Adam(W) with linear warmup to a constant rate and global-norm clipping."""
-  schedule = optax.linear_schedule(0.0, learning_rate, max(warmup_steps, 1))
+  """Adam(W) with linear warmup over ``warmup_steps`` updates (none if 0: the first
+  update already uses ``learning_rate``) to a constant rate, and global-norm clipping.
+  Each inner epoch of an RL step is one update."""
+  schedule = (
+    optax.linear_schedule(0.0, learning_rate, warmup_steps) if warmup_steps else learning_rate
+  )
   return optax.chain(
     optax.clip_by_global_norm(max_grad_norm),
     optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay),

@@ -7,6 +7,12 @@ which is kept as the reference implementation and for the benchmark.
 
 Rows are independent sequences: to draw n samples for each of P prompts, repeat
 the prompts n times (``repeat_prompts``); rows shard over a data-parallel mesh.
+
+At temperature tau > 0 and ``top_p = 1`` a token is drawn from softmax(logits / tau),
+whose log-probs ``model.token_logprobs(..., temperature=tau)`` computes: the RL
+update scores samples under exactly this distribution. With ``top_p < 1`` the
+sampler draws from the renormalised nucleus, whose support depends on the
+parameters; RL refuses it (``validation``), evaluation may use it.
 """
 
 from __future__ import annotations
@@ -95,7 +101,8 @@ def generate(
   Returns:
     A dict with ``tokens`` ``[B, max_new]`` int32 (PAD after the first EOS),
     ``mask`` ``[B, max_new]`` float32 (1 up to and including the first EOS),
-    ``entropy`` ``[B, max_new]`` (entropy of the temperature-1 policy at each step)
+    ``entropy`` ``[B, max_new]`` (at each step, the entropy of softmax(logits /
+    temperature), before top-p; of the temperature-1 policy when greedy)
     and, if asked, ``logits`` ``[B, max_new, V]``.
   """
   batch, prompt_len = prompts_BxL.shape
@@ -132,7 +139,8 @@ def generate(
       state = (cache, next_logits_Bx1xV[:, 0])
     else:
       state = jax.lax.dynamic_update_index_in_dim(state, token_B, prompt_len + t, axis=1)
-    out = {"tokens": token_B, "mask": live_B, "entropy": _entropy(logits_BxV)}
+    tempered_BxV = logits_BxV / temperature if temperature > 0 else logits_BxV
+    out = {"tokens": token_B, "mask": live_B, "entropy": _entropy(tempered_BxV)}
     if return_logits:
       out["logits"] = logits_BxV
     return (state, done_B), out

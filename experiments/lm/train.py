@@ -19,8 +19,24 @@ with the config it was started with. A run that cannot finish with complete
 results (a missing or damaged ``metrics.jsonl``, a damaged checkpoint folder)
 stops with a message instead.
 
-Outputs in ``workdir``: ``config.json``, ``metrics.jsonl``, ``results.csv`` (columns
-stage, method, k_opt, k_eval, pass_at_k, max_at_k) and ``pass_at_k.png``.
+Throughput goes to ``throughput.jsonl`` (one record per logged step: SFT
+``train_tokens_per_s``; RL ``tokens_per_s``, ``sample_tokens_per_s``,
+``train_tokens_per_s`` and, on a known accelerator, MFU; see
+``mfu.rl_step_throughput``), not to ``metrics.jsonl``, which stays a deterministic
+function of the config.
+
+Evaluation problems are held out by problem key (``splits``): no SFT batch or RL
+prompt poses one of them in any form. The base model is evaluated twice, on
+independent samples: once for its results, once (``bin_correct``) to bin the
+problems by difficulty (``reporting``).
+
+Outputs in ``workdir``: ``config.json``, ``metrics.jsonl``, ``split.json`` (the
+evaluation problems, the distinct training problems drawn, ``overlap`` = 0),
+``results.csv`` (stage, method, k_opt, k_eval, seed, pass_at_k and max_at_k with
+95% intervals over prompts), ``prompts.csv`` (per-prompt counts and rewards),
+``bins.csv`` and ``unsolved.csv`` (by base difficulty), ``paired.csv`` (paired
+differences between methods), ``pass_at_k.png`` and ``bins.png``; see
+``reporting`` for the columns.
 """
 
 from __future__ import annotations
@@ -36,20 +52,24 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from experiments import outputs
 from experiments.lm import checkpointing
 from experiments.lm import evaluation
+from experiments.lm import mfu as mfu_lib
 from experiments.lm import model as model_lib
 from experiments.lm import parallel
 from experiments.lm import plotting
+from experiments.lm import reporting
 from experiments.lm import rl
 from experiments.lm import sft
+from experiments.lm import splits
 from experiments.lm import tasks as tasks_lib
 from experiments.lm import validation
 from experiments.lm import workdir as workdir_lib
 import maxk
 
-_SFT_STREAM, _EVAL_STREAM, _RL_STREAM = 0, 1, 2
+_SFT_STREAM, _EVAL_STREAM, _RL_STREAM = splits.SFT_STREAM, 1, splits.RL_STREAM
+_BIN_STREAM = 3  # The base model's binning evaluation (independent of its results).
+THROUGHPUT_FILE = "throughput.jsonl"
 
 
 def _json(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -115,9 +135,10 @@ def log_problem(
 
 
 def method_label(config: ml_collections.ConfigDict, spec: rl.RunSpec) -> str:
-  if spec.estimator == "max_at_k":
-    return f"max_at_k/{config.rl.baseline}"
-  return spec.estimator
+  """A run's ``method`` column: ``max_at_k/<baseline>`` or the estimator, then
+  ``/anneal`` for a changing k schedule and ``/<off-policy method>`` when inner
+  epochs > 1 (see ``rl.RunSpec.label``)."""
+  return spec.label(config.rl.baseline, config.rl.inner_epochs)
 
 
 class Experiment:
@@ -139,11 +160,13 @@ class Experiment:
       d_ff=config.model.d_ff,
       dtype=config.model.dtype,
     )
-    self.runs = rl.parse_runs(config.rl.runs, config.rl.n, num_steps=config.rl.steps)
+    self.runs = rl.parse_runs(
+      config.rl.runs, config.rl.n, num_steps=config.rl.steps, off_policy=config.rl.off_policy
+    )
     self.stages = ["sft", "base"] + [f"rl/{r.name}" for r in self.runs]
     self.mesh = mesh
     self.eval_set = evaluation.make_eval_set(self.task, config.seed, config.eval.num_prompts)
-    self.exclude = frozenset(self.eval_set.prompts)
+    self.exclude = frozenset(self.eval_set.keys.tolist())  # Held out by problem key.
     self.graphdef, params = model_lib.create(self.model_cfg, config.seed)
     self.init_params = parallel.replicate(params, self.mesh)
     self.sft_opt = rl.make_optimizer(
@@ -166,6 +189,12 @@ class Experiment:
     self.log = checkpointing.MetricsLog(
       os.path.join(self.workdir, "metrics.jsonl"), writer=self.is_main
     )
+    # Wall-clock rates vary from run to run, so they stay out of metrics.jsonl (which a
+    # resumed or re-sharded run reproduces exactly); appended, never truncated.
+    self.throughput_log = checkpointing.MetricsLog(
+      os.path.join(self.workdir, THROUGHPUT_FILE), writer=self.is_main
+    )
+    self.peak_flops = mfu_lib.peak_flops(jax.devices()[0].device_kind)
     self.key = jax.random.key(config.seed)
     self.rl_updates: dict[rl.UpdateSpec, Any] = {}  # Jitted updates, shared by runs.
 
@@ -200,7 +229,9 @@ class Experiment:
       f"{os.path.join(self.workdir, 'checkpoints')} and the log (or use a new --workdir)."
     )
 
-  def evaluate(self, params, step: int):
+  def evaluate(self, params, step: int, stream: int = _EVAL_STREAM):
+    """``(metrics, rewards)`` of ``evaluation.evaluate`` with the sampling key of
+    (``stream``, ``step``)."""
     c = self.config.eval
     return evaluation.evaluate(
       self.graphdef,
@@ -208,7 +239,7 @@ class Experiment:
       self.model_cfg,
       self.task,
       self.eval_set,
-      jax.random.fold_in(jax.random.fold_in(self.key, _EVAL_STREAM), step),
+      jax.random.fold_in(jax.random.fold_in(self.key, stream), step),
       c.n,
       self.mesh,
       temperature=c.temperature,
@@ -239,8 +270,9 @@ class Experiment:
       self.graphdef, self.sft_opt, self.prompt_len, parallel.replicated(self.mesh)
     )
     t0 = time.time()
+    since_step, since = start, time.perf_counter()  # Throughput since the last record.
     for step in range(start + 1, c.steps + 1):
-      rng = np.random.default_rng([self.config.seed, _SFT_STREAM, step])
+      rng = splits.sft_rng(self.config.seed, step)
       tokens, mask = sft.make_batch(self.task, rng, c.batch_size, self.exclude)
       params, opt_state, metrics = update(
         params, opt_state, parallel.put_rows(tokens, self.mesh), parallel.put_rows(mask, self.mesh)
@@ -248,8 +280,17 @@ class Experiment:
       if sft_logged(self.config, step):
         record = {"stage": "sft", "step": step, **_json(metrics)}
         self.log.append(record)
+        now = time.perf_counter()  # Steps since the last record, checkpoints included.
+        rate = (step - since_step) * c.batch_size * self.model_cfg.max_len / (now - since)
+        since_step, since = step, now
+        self.throughput_log.append({"stage": "sft", "step": step, "train_tokens_per_s": rate})
         logging.info(
-          "sft step %d/%d loss %.4f (%.1fs)", step, c.steps, record["loss"], time.time() - t0
+          "sft step %d/%d loss %.4f (%.1fs, %.0f tokens/s)",
+          step,
+          c.steps,
+          record["loss"],
+          time.time() - t0,
+          rate,
         )
       if step % self.config.checkpoint_every == 0 or step == c.steps:
         ckpt.save(step, {"params": params, "opt_state": opt_state})
@@ -258,9 +299,17 @@ class Experiment:
     return params
 
   def run_base_eval(self, params) -> None:
-    metrics, _ = self.evaluate(params, 0)
+    metrics, rewards = self.evaluate(params, 0)
+    _, bin_rewards = self.evaluate(params, 0, _BIN_STREAM)
     self.log.append(
-      {"stage": "base", "step": self.config.sft.steps, "method": "base", **_eval_fields(metrics)}
+      {
+        "stage": "base",
+        "step": self.config.sft.steps,
+        "method": "base",
+        **_eval_fields(metrics),
+        **reporting.prompt_fields(rewards),
+        "bin_correct": reporting.prompt_fields(bin_rewards)["eval_correct"],
+      }
     )
     logging.info("base pass@k %s", np.round(metrics["pass_at_k"], 3).tolist())
 
@@ -269,19 +318,12 @@ class Experiment:
     rank = 2 + index
     ckpt = self.checkpointers[self.stages[rank]]
     params = jax.tree.map(jnp.copy, sft_params)
-    state = parallel.replicate(
-      {
-        "params": params,
-        "opt_state": self.rl_opt.init(params),
-        "solved": jnp.zeros((len(self.eval_set.prompts),), jnp.int32),
-      },
-      self.mesh,
-    )
+    state = parallel.replicate({"params": params, "opt_state": self.rl_opt.init(params)}, self.mesh)
     start = 0
     if position is not None and position[0] == rank:
       start = position[1]
       state = ckpt.restore(start, state)
-    params, opt_state, solved = state["params"], state["opt_state"], state["solved"]
+    params, opt_state = state["params"], state["opt_state"]
     t0 = time.time()
     for step in range(start + 1, c.steps + 1):
       k = spec.k_at(step)
@@ -289,18 +331,20 @@ class Experiment:
         estimator=spec.estimator,
         k=k,
         baseline=c.baseline,
-        off_policy=c.off_policy,
+        off_policy=spec.off_policy,
         inner_epochs=c.inner_epochs,
         clip_eps=c.clip_eps,
         kl_coef=c.kl_coef,
         n=c.n,
         prompt_len=self.prompt_len,
+        temperature=c.temperature,
       )
       if update_spec not in self.rl_updates:
         self.rl_updates[update_spec] = rl.make_update(
           self.graphdef, self.rl_opt, update_spec, parallel.replicated(self.mesh)
         )
-      rng = np.random.default_rng([self.config.seed, _RL_STREAM, step])
+      step_start = time.perf_counter()
+      rng = splits.rl_rng(self.config.seed, step)
       examples = tasks_lib.sample_examples(self.task, rng, c.prompts_per_step, exclude=self.exclude)
       prompts = [e.prompt for e in examples]
       prompt_ids = tasks_lib.encode_prompts(prompts)
@@ -318,6 +362,7 @@ class Experiment:
         temperature=c.temperature,
         top_p=c.top_p,
       )
+      sampled_at = time.perf_counter()
       rewards = out[c.reward]
       num_rows = c.prompts_per_step * c.n
       tokens = np.concatenate(
@@ -332,6 +377,18 @@ class Experiment:
         parallel.put_rows(mask, self.mesh),
         parallel.replicate(jnp.asarray(rewards), self.mesh),
       )
+      metrics = _json(metrics)  # Waits for the update.
+      throughput = mfu_lib.rl_step_throughput(
+        rows=num_rows,
+        prompt_len=self.prompt_len,
+        completion_len=self.task.completion_len,
+        inner_epochs=c.inner_epochs,
+        sample_seconds=sampled_at - step_start,
+        update_seconds=time.perf_counter() - sampled_at,
+        forward_flops_per_token=model_lib.flops_per_token(self.model_cfg, self.model_cfg.max_len),
+        peak=self.peak_flops,
+        num_devices=self.mesh.size,
+      )
       record = {
         "stage": "rl",
         "run": spec.name,
@@ -344,25 +401,27 @@ class Experiment:
         "train_pass_at_k_opt": float(jnp.mean(maxk.pass_at_k(out["binary"], k))),
         "entropy": float(np.sum(out["entropy"] * out["mask"]) / max(out["mask"].sum(), 1)),
         "length": float(out["mask"].sum(-1).mean()),
-        **_json(metrics),
+        **metrics,
       }
       if rl_evaluated(self.config, step):
-        eval_metrics, solved_now = self.evaluate(params, step)
-        solved = solved | parallel.replicate(jnp.asarray(solved_now, jnp.int32), self.mesh)
-        eval_metrics["cumulative_solve_rate"] = float(jnp.mean(solved))
+        eval_metrics, eval_rewards = self.evaluate(params, step)
         record.update(_eval_fields(eval_metrics))
+        if step == c.steps:  # The final evaluation: per-prompt data for reporting.
+          record.update(reporting.prompt_fields(eval_rewards))
       if rl_logged(self.config, step):
         self.log.append(record)
+        self.throughput_log.append({"stage": "rl", "run": spec.name, "step": step, **throughput})
         logging.info(
-          "rl %s step %d/%d reward %.3f (%.1fs)",
+          "rl %s step %d/%d reward %.3f (%.1fs, %.0f tokens/s)",
           spec.name,
           step,
           c.steps,
           record["reward"],
           time.time() - t0,
+          throughput["tokens_per_s"],
         )
       if step % self.config.checkpoint_every == 0 or step == c.steps:
-        ckpt.save(step, {"params": params, "opt_state": opt_state, "solved": solved})
+        ckpt.save(step, {"params": params, "opt_state": opt_state})
 
   # ---------------------------------------------------------------------- all
 
@@ -386,6 +445,11 @@ class Experiment:
           position[1],
           len(kept),
         )
+    if self.is_main:  # What the run trains on, replayed without the model (deterministic).
+      split = splits.make_split(self.task, self.config, self.eval_set.keys)
+      splits.write_split(self.workdir, split)
+      if split["overlap"]:
+        raise RuntimeError(f"{split['overlap']} training problems are evaluation problems.")
     sft_params = self.run_sft(position)
     if position is None or position[0] < 1:
       self.run_base_eval(sft_params)
@@ -395,43 +459,37 @@ class Experiment:
       self.run_rl(index, spec, sft_params, position)
     if not self.is_main:
       return []  # Process 0 owns the log and writes the results.
-    rows = result_rows(self.log.read(), self.config.eval.n, self.runs)
-    outputs.write_results_csv(self.workdir, rows)
+    evals, bin_correct = reporting.final_evaluations(
+      self.log.read(), self.config.eval.n, {r.name: r.k_label for r in self.runs}
+    )
+    tables = reporting.write_reports(
+      self.workdir,
+      evals,
+      bin_correct,
+      seed=self.config.seed,
+      prompts=self.eval_set.prompts,
+      keys=[self.task.key_text(int(k)) for k in self.eval_set.keys],
+    )
+    rows = tables["results.csv"]
     plotting.plot_pass_at_k(rows, os.path.join(self.workdir, "pass_at_k.png"))
+    plotting.plot_bins(
+      tables["bins.csv"], tables["unsolved.csv"], os.path.join(self.workdir, "bins.png")
+    )
     return rows
 
 
 def result_rows(
-  records: list[dict[str, Any]], n_eval: int, runs: list[rl.RunSpec]
+  records: list[dict[str, Any]], n_eval: int, runs: list[rl.RunSpec], seed: int = 0
 ) -> list[dict[str, Any]]:
-  """results.csv rows: the base evaluation and each run's last evaluation, k = 1..n_eval.
+  """results.csv rows: the base evaluation and each run's last evaluation, k = 1..n_eval,
+  with 95% intervals over prompts (``reporting.result_rows``).
 
   Raises:
-    WorkdirError: if ``records`` lack the base evaluation or a run's last one.
+    WorkdirError: if ``records`` lack the base evaluation, a run's last one, or their
+      per-prompt data.
   """
-  rows = []
-  finals: dict[str, dict[str, Any]] = {}
-  for record in records:
-    if "eval_pass_at_k" not in record:
-      continue
-    finals["base" if record["stage"] == "base" else record["run"]] = record
-  missing = [name for name in ["base"] + [r.name for r in runs] if name not in finals]
-  if missing:
-    raise workdir_lib.WorkdirError(f"metrics.jsonl lacks the evaluation of {missing}.")
-  labels = {r.name: r.k_label for r in runs}
-  for name, record in finals.items():
-    for k in range(1, n_eval + 1):
-      rows.append(
-        {
-          "stage": "base" if name == "base" else "rl",
-          "method": record["method"],
-          "k_opt": "" if name == "base" else labels.get(name, record.get("k_opt")),
-          "k_eval": k,
-          "pass_at_k": record["eval_pass_at_k"][k - 1],
-          "max_at_k": record["eval_max_at_k"][k - 1],
-        }
-      )
-  return rows
+  evals, _ = reporting.final_evaluations(records, n_eval, {r.name: r.k_label for r in runs})
+  return reporting.result_rows(evals, seed)
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> list[dict[str, Any]]:

@@ -125,22 +125,29 @@ def validate_config(config: ml_collections.ConfigDict, *, device_count: int | No
   rl_steps = _integer(config, "rl.steps", 1)
   prompts_per_step = _integer(config, "rl.prompts_per_step", 1)
   n = _integer(config, "rl.n", 1)
+  off_policy = _choice(config, "rl.off_policy", rl.OFF_POLICY)
   runs = _value(config, "rl.runs")
   if not isinstance(runs, str):
     raise ConfigError(f"config.rl.runs={runs!r} must be a string such as 'max_at_k@4,grpo'.")
   try:
-    rl.parse_runs(runs, n, num_steps=rl_steps)
+    rl.parse_runs(runs, n, num_steps=rl_steps, off_policy=off_policy)
   except ValueError as e:
     raise ConfigError(f"config.rl.runs={runs!r}: {e}") from None
   _real(config, "rl.learning_rate", above=0.0)
   _integer(config, "rl.warmup_steps", 0)
   _real(config, "rl.max_grad_norm", above=0.0)
   _integer(config, "rl.inner_epochs", 1)
-  _choice(config, "rl.off_policy", rl.OFF_POLICY)
   _real(config, "rl.clip_eps", above=0.0)
   _real(config, "rl.kl_coef", at_least=0.0)
   _real(config, "rl.temperature", above=0.0)
-  _real(config, "rl.top_p", above=0.0, at_most=1.0)
+  top_p = _real(config, "rl.top_p", above=0.0, at_most=1.0)
+  if top_p < 1.0:
+    raise ConfigError(
+      f"config.rl.top_p={top_p!r}: RL needs top_p = 1. The update scores samples under the "
+      "sampler's distribution, and a nucleus depends on the parameters (a sample can leave "
+      "it after an update, with an infinite importance ratio); lower config.rl.temperature "
+      "instead (eval.top_p may be < 1)."
+    )
 
   num_prompts = _integer(config, "eval.num_prompts", 1)
   n_eval = _integer(config, "eval.n", 1)

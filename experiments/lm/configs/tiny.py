@@ -36,7 +36,7 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
   c.sft.max_grad_norm = 1.0
 
   c.rl = ml_collections.ConfigDict()
-  # Comma-separated runs, each "estimator" or "estimator@k_schedule" (schedule "k"
+  # Comma-separated runs, each "estimator[@k_schedule][/off_policy]" (schedule "k"
   # or "k0:t1:k1..."); estimators: max_at_k, grpo, rloo, max_minus_second.
   c.rl.runs = "max_at_k@1,max_at_k@4"
   c.rl.baseline = "loo_minus_one"  # max@k baseline (maxk.max_at_k_advantages).
@@ -48,11 +48,11 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
   c.rl.warmup_steps = 0
   c.rl.max_grad_norm = 1.0
   c.rl.inner_epochs = 2
-  c.rl.off_policy = "exact"  # exact, first_order, surrogate or ppo_clip.
+  c.rl.off_policy = "exact"  # Runs' default: exact, first_order, surrogate or ppo_clip.
   c.rl.clip_eps = 0.2
   c.rl.kl_coef = 0.0
-  c.rl.temperature = 1.0
-  c.rl.top_p = 1.0
+  c.rl.temperature = 1.0  # The policy optimised is softmax(logits / temperature).
+  c.rl.top_p = 1.0  # Must be 1 for RL (see rl.py); eval.top_p may be lower.
 
   c.eval = ml_collections.ConfigDict()
   c.eval.num_prompts = 32
@@ -74,11 +74,11 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
     c.sft.batch_size = 16
     c.rl.runs = "max_at_k@2:3:1,grpo"
     c.rl.steps = 4
-    c.rl.prompts_per_step = 4
+    c.rl.prompts_per_step = 8  # 4 drew only zero rewards: no gradient to test.
     c.rl.n = 4
     c.rl.kl_coef = 0.05
     c.rl.reward = "continuous"  # Untrained: non-zero advantages all the same.
-    c.eval.num_prompts = 4  # 16 rows, as in training: one sampler compilation.
+    c.eval.num_prompts = 8  # 32 rows, as in training: one sampler compilation.
     c.eval.n = 4
     c.eval.every = 2
     c.checkpoint_every = 2

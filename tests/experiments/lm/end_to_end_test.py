@@ -6,6 +6,7 @@ sharing one persistent compilation cache, so only the first run pays for XLA.
 
 import csv
 import json
+import math
 import os
 import shutil
 import signal
@@ -79,25 +80,84 @@ def reference_run(tmp_path_factory, cache_dir):
   return workdir
 
 
+def _csv(workdir, name):
+  with open(os.path.join(workdir, name)) as f:
+    return list(csv.DictReader(f))
+
+
+_OUTPUTS = (
+  "config.json",
+  "metrics.jsonl",
+  "split.json",
+  "results.csv",
+  "prompts.csv",
+  "bins.csv",
+  "unsolved.csv",
+  "paired.csv",
+  "pass_at_k.png",
+  "bins.png",
+)
+
+
 def test_outputs(reference_run):
   workdir = reference_run
-  for name in ("config.json", "metrics.jsonl", "results.csv", "pass_at_k.png"):
+  for name in _OUTPUTS:
     assert os.path.getsize(os.path.join(workdir, name)) > 0, name
   with open(os.path.join(workdir, "config.json")) as f:
     config = json.load(f)
   assert config["rl"]["runs"] == "max_at_k@2:3:1,grpo"
-  with open(os.path.join(workdir, "results.csv")) as f:
-    rows = list(csv.DictReader(f))
-  assert list(rows[0]) == ["stage", "method", "k_opt", "k_eval", "pass_at_k", "max_at_k"]
-  n_eval = config["eval"]["n"]
+  rows = _csv(workdir, "results.csv")
+  assert list(rows[0])[:11] == [
+    "stage",
+    "method",
+    "k_opt",
+    "k_eval",
+    "seed",
+    "pass_at_k",
+    "pass_at_k_lo",
+    "pass_at_k_hi",
+    "max_at_k",
+    "max_at_k_lo",
+    "max_at_k_hi",
+  ]
+  n_eval, num_prompts = config["eval"]["n"], config["eval"]["num_prompts"]
   assert len(rows) == 3 * n_eval  # base and two RL runs, k = 1..n_eval.
   assert {(r["stage"], r["method"], r["k_opt"]) for r in rows} == {
     ("base", "base", ""),
-    ("rl", "max_at_k/loo_minus_one", "2:3:1"),
-    ("rl", "grpo", "n/a"),
+    ("rl", "max_at_k/loo_minus_one/anneal/exact", "2:3:1"),
+    ("rl", "grpo/ppo_clip", "n/a"),
   }
   for r in rows:
+    assert r["seed"] == "0"
     assert 0.0 <= float(r["pass_at_k"]) <= float(r["max_at_k"]) + 1e-6 <= 1.0 + 1e-6
+    for metric in ("pass_at_k", "max_at_k"):
+      lo, mean, hi = (float(r[f"{metric}{s}"]) for s in ("_lo", "", "_hi"))
+      assert lo <= mean + 1e-6 and mean <= hi + 1e-6
+  # The per-prompt file recomputes results.csv offline.
+  prompts = _csv(workdir, "prompts.csv")
+  assert len(prompts) == 3 * num_prompts
+  for r in rows:
+    mine = [p for p in prompts if (p["method"], p["k_opt"]) == (r["method"], r["k_opt"])]
+    k = int(r["k_eval"])
+    per_prompt = [1 - math.comb(n_eval - int(p["correct"]), k) / math.comb(n_eval, k) for p in mine]
+    assert float(r["pass_at_k"]) == pytest.approx(sum(per_prompt) / num_prompts, abs=1e-6)
+    if k == 1:
+      rewards = [float(x) for p in mine for x in p["rewards"].split()]
+      assert float(r["max_at_k"]) == pytest.approx(sum(rewards) / len(rewards), abs=1e-6)
+  with open(os.path.join(workdir, "split.json")) as f:
+    split = json.load(f)
+  assert split["overlap"] == 0 and split["num_eval_problems"] == num_prompts
+  assert len({p["problem_key"] for p in prompts}) == num_prompts
+  assert {p["problem_key"] for p in prompts} == set(split["eval_problems"])
+  bins = _csv(workdir, "bins.csv")
+  assert {b["bin"] for b in bins} <= {"unsolved", "hard", "medium", "easy"}
+  assert len(_csv(workdir, "unsolved.csv")) == 3
+  paired = _csv(workdir, "paired.csv")
+  assert {(p["a_run"], p["b_run"]) for p in paired} == {
+    ("max_at_k_k2-3-1", "base"),
+    ("grpo", "base"),
+    ("grpo", "max_at_k_k2-3-1"),
+  }
   records = _records(workdir)
   keys = [(r["stage"], r.get("run", ""), r["step"]) for r in records]
   assert len(keys) == len(set(keys))
@@ -107,7 +167,9 @@ def test_outputs(reference_run):
     (run, s) for run in ("max_at_k_k2-3-1", "grpo") for s in range(1, 5)
   ]
   assert [r["k_opt"] for r in rl[:4]] == [2, 2, 2, 1]  # "2:3:1": k=2 for 3 steps, then 1.
-  assert all(0.0 <= r["eval_cumulative_solve_rate"] <= 1.0 for r in rl if "eval_pass_at_k" in r)
+  # Per-prompt data at the final evaluations only; no cumulative solve rate any more.
+  assert [r["step"] for r in rl if "eval_rewards" in r] == [4, 4]
+  assert not any("cumulative" in name for r in records for name in r)
 
 
 def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp_path):
@@ -130,11 +192,9 @@ def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp
   )
   # Every step exactly once, and identical to the uninterrupted run (same seed).
   assert _records(workdir) == _records(reference_run)
-  with (
-    open(os.path.join(workdir, "results.csv")) as f,
-    open(os.path.join(reference_run, "results.csv")) as g,
-  ):
-    assert f.read() == g.read()
+  for name in ("results.csv", "prompts.csv", "paired.csv", "split.json"):
+    with open(os.path.join(workdir, name)) as f, open(os.path.join(reference_run, name)) as g:
+      assert f.read() == g.read(), name
 
 
 def test_logged_keys_enumerate_the_log_of_a_finished_run(reference_run):
@@ -172,7 +232,7 @@ def test_rerun_is_a_noop_and_a_lost_log_is_refused(reference_run, cache_dir, tmp
   before = _snapshot(workdir)
   assert _run(workdir, cache_dir).returncode == 0  # Same config: nothing to do.
   after = _snapshot(workdir)
-  for name in ("metrics.jsonl", "results.csv"):
+  for name in ("metrics.jsonl", "results.csv", "prompts.csv", "split.json"):
     assert after[name] == before[name], name
   config_before, config_after = (json.loads(x["config.json"]) for x in (before, after))
   assert config_after.pop("workdir") == str(workdir)  # A moved workdir resumes.
@@ -262,6 +322,11 @@ print(json.dumps({"count": jax.device_count(), "runs": out}))
 """
 
 
+# Importance-ratio diagnostics are differences of two float32 sequence log-probs of the
+# same parameters (0 exactly on one device): the mesh's reduction order moves them by ~5e-4.
+_RATIO_DIAGNOSTICS = ("abs_log_ratio", "last_abs_log_ratio", "last_max_weight", "last_ess_frac")
+
+
 def test_data_parallel_over_four_devices_matches_one(tmp_path, cache_dir):
   env = _env(cache_dir, XLA_FLAGS="--xla_force_host_platform_device_count=4")
   proc = subprocess.run(
@@ -281,7 +346,10 @@ def test_data_parallel_over_four_devices_matches_one(tmp_path, cache_dir):
     assert a.keys() == b.keys()
     for name, value in a.items():
       if isinstance(value, (int, float)) and not isinstance(value, bool):
-        assert b[name] == pytest.approx(value, rel=2e-3, abs=2e-4), (a["stage"], a["step"], name)
+        tol = 2e-3 if name in _RATIO_DIAGNOSTICS else 2e-4
+        assert b[name] == pytest.approx(value, rel=2e-3, abs=tol), (a["stage"], a["step"], name)
+      elif isinstance(value, list) and all(isinstance(x, str) for x in value):
+        assert b[name] == value, (a["stage"], a["step"], name)  # Per-prompt rewards.
       elif isinstance(value, list):
         assert b[name] == pytest.approx(value, rel=2e-3, abs=2e-4), (a["stage"], a["step"], name)
       else:

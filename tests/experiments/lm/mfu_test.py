@@ -29,3 +29,23 @@ def test_mfu_arithmetic():
   # 1e9 tokens/s on a 1e13 FLOP/s device: sampling 1248e9 / 1e13, training 3x that.
   assert mfu.mfu(forward, 1e9, 1e13, train=False) == pytest.approx(0.1248)
   assert mfu.mfu(forward, 1e9, 1e13, train=True) == pytest.approx(0.3744)
+
+
+def test_rl_step_throughput():
+  # 8 rows of 3 prompt + 5 generated tokens, 2 inner epochs: 40 tokens sampled in
+  # 2 s, 8 * 8 * 2 = 128 positions trained in 0.5 s.
+  args = dict(rows=8, prompt_len=3, completion_len=5, inner_epochs=2, forward_flops_per_token=100.0)
+  out = mfu.rl_step_throughput(
+    **args, sample_seconds=2.0, update_seconds=0.5, peak=None, num_devices=1
+  )
+  assert out == pytest.approx(
+    {"tokens_per_s": 40 / 2.5, "sample_tokens_per_s": 20.0, "train_tokens_per_s": 256.0}
+  )
+  # With a peak: per device, over 4 devices; training counts 3x the forward FLOPs.
+  out = mfu.rl_step_throughput(
+    **args, sample_seconds=2.0, update_seconds=0.5, peak=1e4, num_devices=4
+  )
+  assert out["sample_mfu"] == pytest.approx(20.0 / 4 * 100.0 / 1e4)
+  assert out["train_mfu"] == pytest.approx(3 * 256.0 / 4 * 100.0 / 1e4)
+  with pytest.raises(ValueError, match="update_seconds=0"):
+    mfu.rl_step_throughput(**args, sample_seconds=1.0, update_seconds=0, peak=None, num_devices=1)

@@ -119,3 +119,55 @@ def test_param_count_and_flops():
   n = model_lib.num_params(params)
   assert n == (v + CFG.max_len) * d + CFG.num_layers * per_layer + 2 * d + d * v
   assert model_lib.flops_per_token(CFG, context=16) > 2 * (n - CFG.max_len * CFG.d_model) * 0.5
+
+
+def test_tempered_logprobs_are_those_the_sampler_draws_from(model, prompts):
+  graphdef, params = model
+  params = jax.tree.map(jnp.copy, params)
+  params["head"]["kernel"] = params["head"]["kernel"] * 40.0  # Peaked: tau matters.
+  tau = 0.5
+  out = sampling.generate(
+    graphdef,
+    params,
+    prompts,
+    jax.random.key(3),
+    cfg=CFG,
+    max_new=4,
+    temperature=tau,
+    return_logits=True,
+  )
+  full = jnp.concatenate([prompts, out["tokens"]], axis=1)
+  logp, entropy = model_lib.token_logprobs(graphdef, params, full, prompts.shape[1], tau)
+  # The sampler's own logits, tempered, at the tokens it drew (up to EOS).
+  logz = jax.nn.log_softmax(out["logits"] / tau, axis=-1)
+  drawn = jnp.take_along_axis(logz, out["tokens"][..., None], axis=-1)[..., 0]
+  np.testing.assert_allclose(logp * out["mask"], drawn * out["mask"], atol=1e-4)
+  np.testing.assert_allclose(entropy * out["mask"], out["entropy"] * out["mask"], atol=1e-4)
+  with pytest.raises(ValueError, match="temperature=0"):
+    model_lib.token_logprobs(graphdef, params, full, prompts.shape[1], 0.0)
+
+  # Monte Carlo: first-token frequencies of 4096 draws from one prompt against
+  # exp(logp) at tau (|z| < 5 for every token), and far from the untempered ones.
+  draws = 4096
+  rows = jnp.repeat(prompts[:1], draws, axis=0)
+  first = sampling.generate(
+    graphdef, params, rows, jax.random.key(4), cfg=CFG, max_new=1, temperature=tau
+  )["tokens"][:, 0]
+  counts = np.bincount(np.asarray(first), minlength=CFG.vocab_size)
+  candidates = jnp.concatenate(
+    [jnp.repeat(prompts[:1], CFG.vocab_size, axis=0), jnp.arange(CFG.vocab_size)[:, None]], 1
+  )
+
+  def max_z(temperature):
+    probs = np.exp(
+      np.asarray(
+        model_lib.token_logprobs(graphdef, params, candidates, prompts.shape[1], temperature)[0]
+      )[:, 0],
+      dtype=np.float64,
+    )
+    assert probs.sum() == pytest.approx(1.0, abs=1e-4)
+    sd = np.sqrt(draws * probs * (1 - probs)) + 1e-9
+    return np.max(np.abs(counts - draws * probs) / np.maximum(sd, 1.0))
+
+  assert max_z(tau) < 5.0
+  assert max_z(1.0) > 20.0

@@ -133,3 +133,238 @@ def test_surrogate_gradient_equals_unclipped_exact_weights_off_policy(batch):
     _grad(params, graphdef, spec("surrogate"), old, tokens, mask, rewards),
     _grad(params, graphdef, spec("exact"), old, tokens, mask, rewards),
   )
+
+
+def test_runs_name_their_off_policy_method():
+  runs = rl.parse_runs(
+    "max_at_k@4/exact, max_at_k@4/first_order, max_at_k@4/ppo_clip, max_at_k@4:2:1, rloo",
+    n=8,
+    off_policy="first_order",
+  )
+  assert [r.name for r in runs] == [
+    "max_at_k_k4_exact",
+    "max_at_k_k4_first_order",
+    "max_at_k_k4_ppo_clip",
+    "max_at_k_k4-2-1",
+    "rloo",
+  ]
+  assert [r.off_policy for r in runs] == ["exact", "first_order", "ppo_clip", "first_order"] + [
+    "ppo_clip"
+  ]
+  labels = [r.label("loo", inner_epochs=2) for r in runs]
+  assert labels == [
+    "max_at_k/loo/exact",
+    "max_at_k/loo/first_order",
+    "max_at_k/loo/ppo_clip",
+    "max_at_k/loo/anneal/first_order",
+    "rloo/ppo_clip",
+  ]
+  # One epoch is on-policy: no method applies.
+  assert [r.label("loo", inner_epochs=1) for r in runs][3:] == ["max_at_k/loo/anneal", "rloo"]
+  assert rl.parse_runs("grpo/ppo_clip", n=4)[0].name == "grpo_ppo_clip"
+  for bad, match in [
+    ("max_at_k@4/magic", "unknown off-policy method 'magic'"),
+    ("grpo/exact", "supports only the ppo_clip"),
+    ("grpo@4", "does not depend on k"),
+    ("max_at_k@4,max_at_k@4/exact", "repeats"),  # The default method is exact.
+  ]:
+    with pytest.raises(ValueError, match=match):
+      rl.parse_runs(bad, n=8)
+  with pytest.raises(ValueError, match="off_policy='magic'"):
+    rl.parse_runs("grpo", n=8, off_policy="magic")
+
+
+def test_importance_diagnostics():
+  n = 4
+  on_policy = rl.importance_diagnostics(jnp.zeros((3, n)))
+  assert on_policy["ess_frac"] == pytest.approx(1.0)
+  assert on_policy["max_weight"] == pytest.approx(1 / n)
+  # Ratios (1, 1, 2, 0): ESS = 4^2 / 6 of 4 samples, largest weight 2 / 4; and one
+  # prompt on-policy: the mean ESS fraction is (2/3 + 1) / 2.
+  log_ratio = jnp.log(jnp.array([[1.0, 1.0, 2.0, 0.0], [3.0, 3.0, 3.0, 3.0]]))
+  out = rl.importance_diagnostics(log_ratio)
+  assert out["ess_frac"] == pytest.approx((16 / 6 / 4 + 1) / 2)
+  assert out["max_weight"] == pytest.approx(0.5)
+  degenerate = rl.importance_diagnostics(jnp.array([[80.0, 0.0, 0.0, 0.0]]))
+  assert degenerate["ess_frac"] == pytest.approx(1 / n) and degenerate["max_weight"] == 1.0
+
+
+# A tabular two-token policy small enough to enumerate: token 1 from softmax(a),
+# token 2 from softmax(b[token 1]); token 0 is EOS and ends the completion.
+V_TOY = 4
+
+
+def _toy_outcomes():
+  rows = [(0, 0)] + [(x, y) for x in range(1, V_TOY) for y in range(V_TOY)]
+  tokens = np.array(rows)
+  mask = np.ones(tokens.shape, np.float32)
+  mask[0, 1] = 0.0  # After EOS: padding.
+  return jnp.asarray(tokens), jnp.asarray(mask)
+
+
+def _toy_logp(theta, tokens, mask):
+  first = jax.nn.log_softmax(theta["a"])[tokens[:, 0]]
+  logz = jax.nn.log_softmax(theta["b"][tokens[:, 0]], axis=-1)
+  second = jnp.take_along_axis(logz, tokens[:, 1:], axis=-1)[:, 0]
+  return jnp.stack([first, second], axis=-1) * mask
+
+
+def _toy_theta(seed):
+  rng = np.random.default_rng(seed)
+  return {
+    "a": jnp.asarray(rng.normal(size=V_TOY), jnp.float32),
+    "b": jnp.asarray(rng.normal(size=(V_TOY, V_TOY)), jnp.float32),
+  }
+
+
+def test_kl_penalty_gradient_is_that_of_the_reverse_kl():
+  tokens, mask = _toy_outcomes()
+  theta, ref = _toy_theta(0), _toy_theta(1)
+  logp_ref = _toy_logp(ref, tokens, mask)
+  seq = lambda t: jnp.sum(_toy_logp(t, tokens, mask), axis=-1)
+
+  def reverse_kl(t):  # KL(pi_theta || pi_ref) over every completion.
+    return jnp.sum(jnp.exp(seq(t)) * (seq(t) - jnp.sum(logp_ref, axis=-1)))
+
+  assert float(jnp.sum(jnp.exp(seq(theta)))) == pytest.approx(1.0, abs=1e-5)
+  exact = jax.grad(reverse_kl)(theta)
+  # Rows drawn from pi_old: the first epoch (old = theta) and a later one (old != theta).
+  for old in (theta, _toy_theta(2)):
+    p_old = jnp.exp(seq(old))
+    rho = jnp.exp(seq(theta) - seq(old))
+
+    def expected_penalty(t):
+      return jnp.sum(p_old * rl.kl_penalty(_toy_logp(t, tokens, mask), logp_ref, mask, rho))
+
+    value, grad = jax.value_and_grad(expected_penalty)(theta)
+    assert value == pytest.approx(float(reverse_kl(theta)), rel=1e-4)
+    for name in exact:
+      np.testing.assert_allclose(grad[name], exact[name], rtol=1e-4, atol=1e-6)
+
+    # The k3 value as a loss (the former penalty) has another expected gradient.
+    def expected_k3(t):
+      x = logp_ref - _toy_logp(t, tokens, mask)
+      return jnp.sum(p_old * rho * jnp.sum((jnp.exp(x) - 1 - x) * mask, axis=-1))
+
+    k3_grad = jax.grad(expected_k3)(theta)
+    gap = sum(float(jnp.sum((k3_grad[m] - exact[m]) ** 2)) for m in exact) ** 0.5
+    assert gap > 0.1 * sum(float(jnp.sum(exact[m] ** 2)) for m in exact) ** 0.5
+
+
+# The transformer's completions of length 2 after one prompt, enumerated: EOS first
+# (then padding), or any other token followed by any token.
+TEMPERATURE = 0.5
+
+
+def _model_outcomes(prompt_len_tokens):
+  v = tasks.VOCAB_SIZE
+  completions = [(tasks.EOS_ID, tasks.PAD_ID)] + [
+    (x, y) for x in range(v) if x != tasks.EOS_ID for y in range(v)
+  ]
+  completions = np.array(completions, np.int32)
+  mask = np.ones(completions.shape, np.float32)
+  mask[0, 1] = 0.0
+  prompts = np.repeat(prompt_len_tokens[None], len(completions), axis=0)
+  return jnp.asarray(np.concatenate([prompts, completions], axis=1)), jnp.asarray(mask)
+
+
+def _peaked(params, scale):
+  """Sharper logits, so that the temperature matters."""
+  params = jax.tree.map(jnp.copy, params)
+  params["head"]["kernel"] = params["head"]["kernel"] * scale
+  return params
+
+
+def test_score_function_gradient_is_unbiased_at_the_sampling_temperature():
+  graphdef, params = model_lib.create(CFG, seed=0)
+  theta, old = _peaked(params, 60.0), _peaked(params, 50.0)
+  prompt = tasks.encode_prompts(["7"])[0]
+  prompt_len = len(prompt)
+  tokens, mask = _model_outcomes(prompt)
+  num = tokens.shape[0]
+  reward = jnp.asarray(np.random.default_rng(0).random(num), jnp.float32)
+
+  def sampler_logp(p):  # log-prob of each completion under softmax(logits / tau).
+    logits = model_lib.apply(graphdef, p, tokens[:, :-1])[0][:, prompt_len - 1 :]
+    logz = jax.nn.log_softmax(logits / TEMPERATURE, axis=-1)
+    logp = jnp.take_along_axis(logz, tokens[:, prompt_len:, None], axis=-1)[..., 0]
+    return jnp.sum(logp * mask, axis=-1)
+
+  assert float(jnp.sum(jnp.exp(sampler_logp(theta)))) == pytest.approx(1.0, abs=1e-4)
+  # The exact gradient of the expected reward under the sampler's distribution.
+  exact = jax.jit(jax.grad(lambda p: jnp.sum(jnp.exp(sampler_logp(p)) * reward)))(theta)
+
+  @functools.partial(jax.jit, static_argnums=0)
+  def expected_estimate(spec, p, old_p, p_draw):
+    # E_{y ~ pi_old}[w(y) grad log pi(y)] with k = 1, no baseline: each completion
+    # is its own group, its reward scaled by the chance that the sampler draws it.
+    _, seq_old, _ = rl._sequence_logp(graphdef, old_p, tokens, mask, spec)
+    rewards = (p_draw * reward)[:, None]
+    adv = rl.advantages("max_at_k", rewards, 1, "none")
+    zeros = jnp.zeros(mask.shape)
+    loss = lambda q: rl.policy_loss(
+      q, graphdef, tokens, mask, rewards, seq_old, adv, jnp.zeros_like(adv), zeros, spec
+    )[0]
+    return jax.tree.map(lambda g: -num * g, jax.grad(loss)(p))
+
+  def relative_error(grads):
+    pairs = zip(jax.tree.leaves(grads), jax.tree.leaves(exact))
+    diff = sum(float(jnp.sum((g - e) ** 2)) for g, e in pairs)
+    return (diff / sum(float(jnp.sum(e**2)) for e in jax.tree.leaves(exact))) ** 0.5
+
+  for temperature, unbiased in ((TEMPERATURE, True), (1.0, False)):
+    spec = rl.UpdateSpec(
+      estimator="max_at_k",
+      k=1,
+      baseline="none",
+      n=1,
+      prompt_len=prompt_len,
+      clip_eps=1e6,
+      temperature=temperature,
+    )
+    # On-policy (the first epoch), then with importance ratios (samples from old).
+    for old_params in (theta, old):
+      p_draw = jnp.exp(sampler_logp(old_params))
+      error = relative_error(expected_estimate(spec, theta, old_params, p_draw))
+      if unbiased:
+        assert error < 1e-3
+      else:  # The temperature-1 log-probs: the former update's bias.
+        assert error > 0.2
+
+
+def test_update_logs_off_policy_diagnostics(batch):
+  graphdef, params, tokens, mask, rewards, prompt_len = batch
+  spec = rl.UpdateSpec(
+    estimator="max_at_k",
+    k=K,
+    off_policy="first_order",
+    inner_epochs=3,
+    kl_coef=0.1,
+    n=N,
+    prompt_len=prompt_len,
+    temperature=0.7,
+  )
+  optimizer = rl.make_optimizer(3e-2, 0, 1.0)
+  start = jax.tree.map(jnp.copy, params)
+  update = rl.make_update(graphdef, optimizer, spec)
+  new, _, metrics = update(
+    jax.tree.map(jnp.copy, params), optimizer.init(params), start, tokens, mask, rewards
+  )
+  metrics = jax.device_get(metrics)
+  assert "ess_frac" not in metrics  # Trivial (1) at the first epoch.
+  assert 1 / N <= metrics["last_max_weight"] <= 1 and metrics["last_max_weight"] > 1 / N
+  assert 1 / N <= metrics["last_ess_frac"] < 1
+  assert metrics["last_abs_log_ratio"] > 0 and metrics["abs_log_ratio"] == 0
+  assert metrics["last_gap_first_order"] > 0 and metrics["last_gap_ppo_clip"] > 0
+  assert metrics["kl"] == 0  # The first epoch starts at the reference.
+  assert not np.allclose(new["head"]["kernel"], start["head"]["kernel"])
+
+
+def test_optimizer_warmup():
+  params = {"w": jnp.zeros(3)}
+  grads = {"w": jnp.ones(3)}
+  for warmup, first_step in ((0, 1e-2), (4, 0.0)):
+    opt = rl.make_optimizer(1e-2, warmup, max_grad_norm=10.0)
+    updates, _ = opt.update(grads, opt.init(params), params)
+    # Adam's first step is -lr * sign(g) (bias-corrected moments).
+    np.testing.assert_allclose(updates["w"], -first_step, rtol=1e-4)

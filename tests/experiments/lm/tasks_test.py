@@ -1,4 +1,4 @@
-"""Tests of experiments.lm.tasks: tokenizer, parser and every reward on hand-written cases."""
+"""Tests of experiments.lm.tasks: tokenizer, parser, problem keys and every reward."""
 
 import numpy as np
 import pytest
@@ -7,11 +7,12 @@ from experiments.lm import tasks
 
 
 def test_encode_decode_round_trip():
-  ids = tasks.encode("12+(3*4)")
-  assert tasks.decode_completion(ids + [tasks.EOS_ID, 5, 6]) == "12+(3*4)"
-  assert tasks.decode_completion([tasks.BOS_ID] + ids) == "?12+(3*4)"
+  ids = tasks.encode("12+(3*x)")
+  assert tasks.decode_completion(ids + [tasks.EOS_ID, 5, 6]) == "12+(3*x)"
+  assert tasks.decode_completion([tasks.BOS_ID] + ids) == "?12+(3*x)"
   with pytest.raises(ValueError, match="not in the vocabulary"):
     tasks.encode("1/2")
+  assert tasks.VOCAB_SIZE == 3 + len("0123456789+-*()=,>x")
 
 
 @pytest.mark.parametrize(
@@ -29,11 +30,40 @@ def test_parse_expression(text, value, numbers):
   assert tasks.parse_expression(text) == (value, numbers)
 
 
-@pytest.mark.parametrize("text", ["", "+3", "3+", "3**4", "(3+4", "3+4)", "3?4", "()", "12345"])
+@pytest.mark.parametrize(
+  "text", ["", "+3", "3+", "3**4", "(3+4", "3+4)", "3?4", "()", "12345", "x+1", "-x"]
+)
 def test_parse_expression_rejects_malformed(text):
   with pytest.raises(ValueError, match="Malformed"):
     tasks.parse_expression(text)
 
+
+@pytest.mark.parametrize(
+  "text,values",
+  [
+    ("x", {0: 0, 3: 3}),
+    ("3*x+20", {0: 20, 2: 26}),
+    ("x*x-3*x+2", {0: 2, 1: 0, 5: 12}),
+    ("(x+1)*(x-1)", {0: -1, 4: 15}),
+    ("9-x-x", {4: 1}),
+    ("2*(x-(4+1))", {5: 0, 7: 4}),
+  ],
+)
+def test_interpreter_evaluates_programs_in_x(text, values):
+  program = tasks.parse(text, variable=True)
+  for x, y in values.items():
+    assert program(x) == y
+
+
+def test_interpreter_refuses_missing_x_and_never_executes():
+  with pytest.raises(ValueError, match="no value"):
+    tasks.parse("x+1", variable=True)()
+  for text in ("__import__('os')", "x**2", "x/2", "xx", "2x", "abs(x)"):
+    with pytest.raises(ValueError, match="Malformed"):
+      tasks.parse(text, variable=True)
+
+
+# ------------------------------------------------------------------------- countdown
 
 COUNTDOWN = tasks.Countdown(num_numbers=3, max_number=9)
 
@@ -43,12 +73,15 @@ COUNTDOWN = tasks.Countdown(num_numbers=3, max_number=9)
   [
     ("3*5+7", 1.0, 1.0),  # The reference.
     ("7+3*5", 1.0, 1.0),  # Another valid answer.
-    ("(7+15)", 0.0, (1 + 0 + 1) / 3),  # Right value, 15 is not given.
-    ("3*5", 0.0, (1 + 1 + (1 - 7 / 22)) / 3),  # Valid numbers, wrong value.
-    ("3*3+7", 0.0, (1 + 0 + (1 - 6 / 22)) / 3),  # 3 used twice.
+    ("22", 0.0, 0.0),  # Echoing the target: 22 is not a given number.
+    ("(7+15)", 0.0, 0.0),  # Right value, 15 is not given.
+    ("3*3+7", 0.0, 0.0),  # 3 used twice.
+    ("3*5", 0.0, 1 / 8),  # Valid, off by 7.
+    ("3*7", 0.0, 1 / 2),  # Valid, off by 1.
+    ("7", 0.0, 1 / 16),  # A trivial valid answer, far off.
     ("3*5+", 0.0, 0.0),  # Does not parse.
     ("?", 0.0, 0.0),
-    ("9*9*9", 0.0, (1 + 0 + 0) / 3),  # Far off: closeness floors at 0.
+    ("9*9*9", 0.0, 0.0),  # Invalid numbers.
   ],
 )
 def test_countdown_score(completion, binary, continuous):
@@ -57,12 +90,36 @@ def test_countdown_score(completion, binary, continuous):
   assert score.continuous == pytest.approx(continuous)
 
 
+def test_countdown_echo_scores_zero_on_drawn_prompts():
+  problems = COUNTDOWN.sample_problems(np.random.default_rng(5), 200)
+  for row in problems:
+    prompt = COUNTDOWN.example(row).prompt
+    numbers = [int(x) for x in prompt.split(">")[0].split(",")]
+    target = int(prompt[-4:-1])
+    if target not in numbers:
+      assert COUNTDOWN.score(prompt, str(target)) == tasks.Score(0.0, 0.0)
+
+
 def test_countdown_two_digit_numbers_and_repeats():
   task = tasks.Countdown(num_numbers=4, max_number=20, min_used=2)
   assert task.score("02,15,15,07>030=", "15+15").binary == 1.0
   assert task.score("02,15,15,07>030=", "2*15").binary == 1.0
-  assert task.score("02,15,15,07>030=", "15*2*1").binary == 0.0
+  assert task.score("02,15,15,07>030=", "15*2*1") == tasks.Score(0.0, 0.0)
 
+
+def test_countdown_keys_ignore_the_order_of_the_numbers():
+  assert COUNTDOWN.prompt_key("3,5,7>022=") == COUNTDOWN.prompt_key("7,3,5>022=")
+  assert COUNTDOWN.prompt_key("3,5,7>022=") != COUNTDOWN.prompt_key("3,5,7>023=")
+  assert COUNTDOWN.prompt_key("3,5,7>022=") != COUNTDOWN.prompt_key("3,5,8>022=")
+  assert COUNTDOWN.prompt_key("3,3,7>022=") != COUNTDOWN.prompt_key("3,7,7>022=")
+  assert COUNTDOWN.key_text(COUNTDOWN.prompt_key("7,3,5>022=")) == "3,5,7>22"
+  with pytest.raises(ValueError, match="prompt="):
+    COUNTDOWN.prompt_key("3,5>022=")
+  with pytest.raises(ValueError, match="key="):
+    COUNTDOWN.key_text(-1)
+
+
+# -------------------------------------------------------------------------- addition
 
 ADDITION = tasks.Addition(num_digits=3)
 
@@ -84,25 +141,119 @@ def test_addition_score(completion, binary, continuous):
   assert score.continuous == pytest.approx(continuous)
 
 
+def test_addition_keys_are_unordered_pairs():
+  assert ADDITION.prompt_key("371+958=") == ADDITION.prompt_key("958+371=")
+  assert ADDITION.prompt_key("371+958=") != ADDITION.prompt_key("372+957=")  # Same sum.
+  assert ADDITION.key_text(ADDITION.prompt_key("958+371=")) == "371+958"
+
+
+# --------------------------------------------------------------------------- program
+
+PROGRAM = tasks.Program(num_examples=3, degree=1, max_coef=50, max_input=9, value_digits=3)
+# f(x) = 3x + 20 shown at x = 1, 4, 7; hidden inputs 0, 2, 3, 5, 6, 8, 9.
+PROMPT = "1>023,4>032,7>041="
+
+
 @pytest.mark.parametrize(
-  "name,kwargs",
+  "completion,binary,continuous",
   [
-    ("countdown", {}),
-    ("countdown", {"num_numbers": 4, "max_number": 25, "min_used": 3}),
-    ("addition", {"num_digits": 1}),
-    ("addition", {"num_digits": 5}),
+    ("3*x+20", 1.0, 1.0),
+    ("20+x*3", 1.0, 1.0),  # Any equivalent expression.
+    ("(x+7)*3-1", 1.0, 1.0),
+    ("3*x+21", 0.0, 0.0),  # Off by one everywhere.
+    ("23+0*x", 0.0, 0.0),  # Right only at a shown input.
+    ("26", 0.0, 1 / 7),  # A constant, right at x = 2.
+    ("x*x-6*x+28", 0.0, 1 / 7),  # Agrees with f at x = 1 and 8 only: 8 is hidden.
+    ("3*x+", 0.0, 0.0),
+    ("?", 0.0, 0.0),
   ],
 )
-def test_generated_instances_are_solved_by_their_reference(name, kwargs):
+def test_program_score(completion, binary, continuous):
+  score = PROGRAM.score(PROMPT, completion)
+  assert score.binary == binary
+  assert score.continuous == pytest.approx(continuous)
+
+
+def test_program_reads_the_hidden_function_and_its_tests():
+  assert PROGRAM.function(PROMPT) == ((20, 3), (1, 4, 7))
+  assert PROGRAM.hidden_inputs(PROMPT) == [0, 2, 3, 5, 6, 8, 9]
+  quadratic = tasks.Program(degree=2, max_coef=9, max_input=9, num_examples=3)
+  # f(x) = x^2 - 3x + 2 shown at 0, 4, 9.
+  assert quadratic.function("0>002,4>006,9>056=") == ((2, -3, 1), (0, 4, 9))
+  for bad in ("1>023,4>032,7>042=", "4>032,1>023,7>041=", "1>023,4>032=", "1>023,1>023,7>041="):
+    with pytest.raises(ValueError, match="prompt="):
+      PROGRAM.function(bad)  # Not linear, not ascending, too short, repeated input.
+
+
+def test_program_keys_name_the_function_not_the_inputs():
+  same = "0>020,2>026,9>047="  # 3x + 20 at other inputs.
+  assert PROGRAM.prompt_key(same) == PROGRAM.prompt_key(PROMPT)
+  assert PROGRAM.prompt_key("0>021,2>027,9>048=") != PROGRAM.prompt_key(PROMPT)
+  assert PROGRAM.key_text(PROGRAM.prompt_key(same)) == "f=3*x+20"
+
+
+@pytest.mark.parametrize(
+  "coefs,text",
+  [
+    ((20, 3), "3*x+20"),
+    ((9, -1), "9-x"),
+    ((0, 20), "20*x"),
+    ((2, -3, 1), "x*x-3*x+2"),
+    ((0, 9, -1), "9*x-x*x"),
+    ((5, 0, 0, 2), "2*x*x*x+5"),
+  ],
+)
+def test_canonical_solutions(coefs, text):
+  assert tasks._render_polynomial(coefs) == text  # pylint: disable=protected-access
+  program = tasks.parse(text, variable=True)
+  for x in range(6):
+    assert program(x) == sum(c * x**j for j, c in enumerate(coefs))
+
+
+@pytest.mark.parametrize(
+  "kwargs,field",
+  [
+    ({"num_examples": 2, "degree": 2}, "num_examples"),
+    ({"num_examples": 9, "max_input": 9}, "max_input"),
+    ({"degree": 4}, "degree"),
+    ({"max_coef": 0}, "max_coef"),
+    ({"value_digits": 1, "max_input": 10}, "value_digits"),
+  ],
+)
+def test_program_rejects_bad_arguments(kwargs, field):
+  with pytest.raises(ValueError, match=field):
+    tasks.Program(**kwargs)
+
+
+# ---------------------------------------------------------------------- all the tasks
+
+TASK_CASES = [
+  ("countdown", {}),
+  ("countdown", {"num_numbers": 4, "max_number": 25, "min_used": 3}),
+  ("addition", {"num_digits": 1}),
+  ("addition", {"num_digits": 5}),
+  ("program", {}),
+  ("program", {"degree": 2, "max_coef": 9, "num_examples": 4}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", TASK_CASES)
+def test_generated_problems_are_solved_by_their_reference_and_keyed_consistently(name, kwargs):
   task = tasks.make_task(name, **kwargs)
-  rng = np.random.default_rng(0)
-  examples = tasks.sample_examples(task, rng, 50)
-  for e in examples:
+  problems = task.sample_problems(np.random.default_rng(0), 200)
+  keys = task.problem_keys(problems)
+  assert problems.shape[0] == 200 and keys.dtype == np.int64
+  for row, key in zip(problems, keys.tolist()):
+    e = task.example(row)
     assert len(e.prompt) == task.prompt_len
     assert len(e.solution) + 1 <= task.completion_len
     assert task.score(e.prompt, e.solution) == tasks.Score(1.0, 1.0)
+    assert task.prompt_key(e.prompt) == key
+  # key_text tells keys apart exactly as the keys do.
+  texts = {task.key_text(k) for k in keys.tolist()}
+  assert len(texts) == len(set(keys.tolist()))
   # Deterministic in the generator's seed.
-  assert examples == tasks.sample_examples(task, np.random.default_rng(0), 50)
+  np.testing.assert_array_equal(problems, task.sample_problems(np.random.default_rng(0), 200))
 
 
 def test_countdown_has_many_answers():
@@ -120,21 +271,45 @@ def test_countdown_has_many_answers():
   assert others > 0
 
 
-def test_heldout_set_and_exclusion():
-  task = tasks.make_task("addition", num_digits=1)
-  heldout = tasks.heldout_examples(task, seed=3, num=30)
-  prompts = {e.prompt for e in heldout}
-  assert len(prompts) == 30
-  train = tasks.sample_examples(task, np.random.default_rng(0), 200, exclude=frozenset(prompts))
-  assert not prompts & {e.prompt for e in train}
+@pytest.mark.parametrize("name,kwargs", TASK_CASES[::2])
+def test_heldout_problems_are_distinct_and_excluded_by_key(name, kwargs):
+  task = tasks.make_task(name, **kwargs)
+  heldout = tasks.heldout_problems(task, seed=3, num=30)
+  keys = task.problem_keys(heldout)
+  assert len(set(keys.tolist())) == 30
+  drawn = tasks.draw_problems(task, np.random.default_rng(0), 500, exclude=frozenset(keys.tolist()))
+  assert len(drawn) == 500
+  train_keys = {task.prompt_key(task.example(row).prompt) for row in drawn}  # From the text.
+  assert not train_keys & set(keys.tolist())
+  unfiltered = tasks.draw_problems(task, np.random.default_rng(0), 500)
+  assert set(task.problem_keys(unfiltered).tolist()) & set(keys.tolist())  # Would overlap.
+
+
+def test_exclusion_catches_reordered_prompts():
+  # Every other order of a held-out countdown problem is the same problem.
+  task = tasks.Countdown(num_numbers=3, max_number=3, min_used=2, target_digits=2)
+  heldout = task.problem_keys(tasks.heldout_problems(task, seed=0, num=5))
+  for e in tasks.sample_examples(task, np.random.default_rng(1), 300, exclude=heldout):
+    assert task.prompt_key(e.prompt) not in set(heldout.tolist())
+
+
+def test_too_few_problems_raise():
+  task = tasks.Addition(num_digits=1)  # 55 unordered pairs.
+  with pytest.raises(RuntimeError, match="fewer than 56 distinct problems"):
+    tasks.heldout_problems(task, seed=0, num=56)
+  everything = task.problem_keys(tasks.heldout_problems(task, seed=0, num=55))
+  with pytest.raises(RuntimeError, match="outside the 55 held-out keys"):
+    tasks.draw_problems(task, np.random.default_rng(0), 4, exclude=everything)
 
 
 def test_registry_and_errors():
-  assert set(tasks.TASKS) >= {"countdown", "addition"}
+  assert set(tasks.TASKS) >= {"countdown", "addition", "program"}
   with pytest.raises(ValueError, match="Unknown task"):
     tasks.make_task("chess")
   with pytest.raises(ValueError, match="min_used"):
     tasks.Countdown(num_numbers=3, min_used=4)
+  with pytest.raises(ValueError, match="num_digits"):
+    tasks.Addition(num_digits=0)
 
 
 def test_score_batch_and_encodings():

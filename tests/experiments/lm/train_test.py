@@ -53,6 +53,9 @@ def test_result_rows_refuse_a_missing_final_evaluation():
     "method": "base",
     "eval_pass_at_k": [0.1, 0.2],
     "eval_max_at_k": [0.3, 0.4],
+    "eval_correct": [0, 1],  # Per-prompt data (reporting.prompt_fields), 2 prompts.
+    "eval_rewards": ["0 0.5", "1 0"],
+    "bin_correct": [0, 1],
   }
   grpo = {**base, "stage": "rl", "run": "grpo", "method": "grpo"}
   with pytest.raises(workdir.WorkdirError, match=r"lacks the evaluation of \['max_at_k_k2'\]"):
@@ -72,3 +75,23 @@ def test_initialize_distributed_is_idempotent(monkeypatch):
   assert calls == []
   train.initialize_distributed(True)
   assert calls == [1]
+
+
+def test_method_labels_name_annealing_and_the_off_policy_method():
+  config = tiny.get_config("micro")
+  config.rl.runs = "max_at_k@2:3:1,max_at_k@2/ppo_clip,max_at_k@4,grpo,rloo"
+  config.rl.off_policy = "first_order"
+  config.rl.baseline = "loo"
+  runs = rl.parse_runs(config.rl.runs, 4, off_policy=config.rl.off_policy)
+  assert [train.method_label(config, r) for r in runs] == [
+    "max_at_k/loo/anneal/first_order",
+    "max_at_k/loo/ppo_clip",
+    "max_at_k/loo/first_order",
+    "grpo/ppo_clip",
+    "rloo/ppo_clip",
+  ]
+  config.rl.inner_epochs = 1  # On-policy: no off-policy method applies.
+  assert [train.method_label(config, r) for r in runs][:2] == [
+    "max_at_k/loo/anneal",
+    "max_at_k/loo",
+  ]

@@ -7,6 +7,7 @@ import pytest
 from experiments.lm import validation
 from experiments.lm.configs import default
 from experiments.lm.configs import paper
+from experiments.lm.configs import study
 from experiments.lm.configs import tiny
 
 
@@ -23,7 +24,15 @@ def _config(**overrides):
 
 
 @pytest.mark.parametrize(
-  "config", [tiny.get_config(), tiny.get_config("micro"), default.get_config(), paper.get_config()]
+  "config",
+  [
+    tiny.get_config(),
+    tiny.get_config("micro"),
+    default.get_config(),
+    paper.get_config(),
+    study.get_config("countdown"),
+    study.get_config("program"),
+  ],
 )
 def test_shipped_configs_are_valid(config):
   validation.validate_config(config)
@@ -140,3 +149,28 @@ def test_devices_must_exist_and_divide_every_batch():
     validation.validate_config(_config(**eval_chunks), device_count=8)
   # An explicit mesh smaller than the machine is what must divide the batches.
   validation.validate_config(_config(**{"sft.batch_size": 12, "num_devices": 4}), device_count=8)
+
+
+def test_rl_refuses_nucleus_sampling():
+  # The update scores samples under softmax(logits / temperature); a nucleus would
+  # need log-probs on a parameter-dependent support.
+  with pytest.raises(validation.ConfigError, match=r"config\.rl\.top_p=0\.9: RL needs top_p = 1"):
+    validation.validate_config(_config(**{"rl.top_p": 0.9}))
+  validation.validate_config(_config(**{"eval.top_p": 0.9, "rl.temperature": 0.7}))
+
+
+def test_runs_may_name_their_off_policy_method():
+  validation.validate_config(_config(**{"rl.runs": "max_at_k@2/first_order,max_at_k@2,grpo"}))
+  with pytest.raises(validation.ConfigError, match=r"config\.rl\.runs=.*only the ppo_clip"):
+    validation.validate_config(_config(**{"rl.runs": "grpo/exact"}))
+
+
+def test_study_configs():
+  runs = study.get_config("countdown").rl.runs.split(",")
+  for method in ("grpo", "rloo", "max_at_k@1", "max_at_k@4", "max_at_k@8", "max_at_k@8:60:1"):
+    assert method in runs
+  assert {"max_at_k@4/first_order", "max_at_k@4/ppo_clip"} <= set(runs)
+  program = study.get_config("program")
+  assert program.task.name == "program" and program.rl.reward == "continuous"
+  with pytest.raises(ValueError, match="Unknown study task 'chess'"):
+    study.get_config("chess")

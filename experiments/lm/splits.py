@@ -1,0 +1,126 @@
+"""Train / evaluation split by problem key, and its record ``split.json``.
+
+The evaluation problems (``evaluation.make_eval_set``: distinct problem keys from
+their own random stream) are excluded from every training batch *by key*
+(``tasks.draw_problems(..., exclude=keys)``): a training prompt that poses the
+same problem as an evaluation prompt in another form (countdown numbers
+reordered, addends swapped, the same hidden function shown on other inputs) is
+never drawn. Excluding exact prompt strings, as before, let the same problems
+through: 31/32 evaluation problems of the tiny config appeared in SFT batches.
+
+Training data are a deterministic function of (seed, stage, step): SFT step s
+draws ``sft.batch_size`` problems from ``sft_rng(seed, s)`` and RL step s draws
+``rl.prompts_per_step`` problems from ``rl_rng(seed, s)`` (shared by every RL run).
+``make_split`` replays these draws without a model (about a second for the paper
+config), so ``split.json`` records exactly what a run trains on, and a test checks
+every shipped config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+import json
+import os
+from typing import Any
+
+import ml_collections
+import numpy as np
+
+from experiments.lm import tasks as tasks_lib
+
+SFT_STREAM, RL_STREAM = 0, 2
+SPLIT_FILE = "split.json"
+
+# What makes two prompts the same problem, per task (recorded in split.json).
+KEY_DESCRIPTIONS = {
+  "countdown": "the multiset of numbers and the target (any order of the numbers)",
+  "addition": "the unordered pair of addends (a+b and b+a are one problem)",
+  "program": "the hidden function (the same function shown on other inputs is one problem)",
+}
+
+
+def sft_rng(seed: int, step: int) -> np.random.Generator:
+  """The generator of SFT step ``step``'s batch."""
+  return np.random.default_rng([seed, SFT_STREAM, step])
+
+
+def rl_rng(seed: int, step: int) -> np.random.Generator:
+  """The generator of RL step ``step``'s prompts (the same for every RL run)."""
+  return np.random.default_rng([seed, RL_STREAM, step])
+
+
+def training_keys(
+  task: tasks_lib.Task,
+  config: ml_collections.ConfigDict,
+  exclude: Collection[int] | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+  """Keys of every problem the run draws: ``(sft [steps * batch], rl [steps * prompts])``.
+
+  Replays the draws of ``train`` (``sft.make_batch`` and the RL loop), with the same
+  generators and exclusion, in step order.
+  """
+  excluded = np.sort(np.fromiter(exclude, np.int64))
+  c = config
+  sft = [
+    task.problem_keys(
+      tasks_lib.draw_problems(task, sft_rng(c.seed, s), c.sft.batch_size, exclude=excluded)
+    )
+    for s in range(1, c.sft.steps + 1)
+  ]
+  rl = [
+    task.problem_keys(
+      tasks_lib.draw_problems(task, rl_rng(c.seed, s), c.rl.prompts_per_step, exclude=excluded)
+    )
+    for s in range(1, c.rl.steps + 1)
+  ]
+  empty = np.zeros(0, np.int64)
+  return np.concatenate(sft or [empty]), np.concatenate(rl or [empty])
+
+
+def overlap(train_keys: np.ndarray, eval_keys: np.ndarray) -> int:
+  """The number of distinct training problems that share a key with an eval problem."""
+  return int(np.intersect1d(train_keys, eval_keys).size)
+
+
+def make_split(
+  task: tasks_lib.Task, config: ml_collections.ConfigDict, eval_keys: np.ndarray
+) -> dict[str, Any]:
+  """The JSON-ready record of a run's split (see the module docstring).
+
+  Fields: ``task`` and its ``key`` (what makes two prompts one problem),
+  ``eval_problems`` (readable keys, in evaluation order), the number of SFT and RL
+  draws and of distinct problems among them (``distinct_training_problems``: SFT and
+  RL together), and ``overlap``: distinct training problems with an evaluation key.
+  It is 0 by construction; the record lets anyone check it.
+
+  Raises:
+    ValueError: if ``eval_keys`` repeats a key.
+  """
+  eval_keys = np.asarray(eval_keys, np.int64)
+  if np.unique(eval_keys).size != eval_keys.size:
+    raise ValueError("eval_keys must be distinct problem keys.")
+  sft, rl = training_keys(task, config, eval_keys)
+  both = np.concatenate([sft, rl])
+  return {
+    "task": task.name,
+    "key": KEY_DESCRIPTIONS.get(task.name, "see experiments/lm/tasks.py"),
+    "num_eval_problems": int(eval_keys.size),
+    "eval_problems": [task.key_text(int(k)) for k in eval_keys],
+    "sft_draws": int(sft.size),
+    "rl_draws": int(rl.size),
+    "distinct_sft_problems": int(np.unique(sft).size),
+    "distinct_rl_problems": int(np.unique(rl).size),
+    "distinct_training_problems": int(np.unique(both).size),
+    "overlap": overlap(both, eval_keys),
+  }
+
+
+def write_split(workdir: str, split: dict[str, Any]) -> str:
+  """Writes ``split`` to ``workdir/split.json`` atomically; returns the path."""
+  path = os.path.join(workdir, SPLIT_FILE)
+  tmp = path + ".tmp"
+  with open(tmp, "w") as f:
+    json.dump(split, f, indent=1)
+    f.write("\n")
+  os.replace(tmp, path)
+  return path
