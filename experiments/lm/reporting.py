@@ -17,6 +17,12 @@ the per-prompt unbiased estimates (``maxk.pass_at_k``, ``maxk.max_at_k``), which
 covers both the choice of prompts and the sampling noise, and
 ``maxk.paired_difference`` for two methods on the same prompts, which removes the
 shared prompt difficulty. A set of fewer than two prompts gets no interval (NaN).
+Every task's rewards lie in [0, 1], so every estimate here does too (differences in
+[-1, 1]); the normal intervals are intersected with that range, which cannot lower
+their coverage. The fraction of base-unsolved problems a model solves is a binomial
+proportion over a handful of problems, so it gets Wilson's score interval (Wilson
+1927), which stays in [0, 1] and keeps its coverage for small counts, instead of the
+normal one.
 
 Outputs (CSV files in the workdir; every row carries ``seed`` and names the RL run
 in ``rl_run``, ``base`` for the base model; a ``run`` column is left to launchers,
@@ -43,6 +49,7 @@ from collections.abc import Sequence
 import dataclasses
 from fractions import Fraction
 import math
+import statistics
 from typing import Any
 
 import jax.numpy as jnp
@@ -192,24 +199,40 @@ def difficulty_bins(correct_P: np.ndarray, n: int) -> np.ndarray:
   return np.array(out, dtype=object)
 
 
-def _interval(values_xP: np.ndarray) -> tuple[np.ndarray, ...]:
-  """(mean, se, lo, hi) over the last (prompt) axis; NaN bounds for fewer than 2 prompts."""
+def _interval(values_xP: np.ndarray, bounds: tuple[float, float] = (0.0, 1.0)) -> tuple:
+  """(mean, se, lo, hi) over the last (prompt) axis, the interval intersected with
+  ``bounds``; NaN se and bounds for fewer than 2 prompts."""
   values_xP = np.asarray(values_xP, np.float64)
   if values_xP.shape[-1] >= 2:
     iv = maxk.mean_with_interval(jnp.asarray(values_xP), confidence=CONFIDENCE)
-    return tuple(np.asarray(x, np.float64) for x in (iv.mean, iv.stderr, iv.lo, iv.hi))
+    mean, se, lo, hi = (np.asarray(x, np.float64) for x in (iv.mean, iv.stderr, iv.lo, iv.hi))
+    return mean, se, np.clip(lo, *bounds), np.clip(hi, *bounds)
   nan = np.full(values_xP.shape[:-1], np.nan)
   mean = np.mean(values_xP, axis=-1) if values_xP.shape[-1] else nan
   return mean, nan, nan, nan
 
 
 def _paired(a_xP: np.ndarray, b_xP: np.ndarray) -> tuple[np.ndarray, ...]:
-  """(mean, se, lo, hi) of a - b over prompts (``maxk.paired_difference``)."""
+  """(mean, se, lo, hi) of a - b over prompts (``maxk.paired_difference``), in [-1, 1]."""
   a_xP, b_xP = np.asarray(a_xP, np.float64), np.asarray(b_xP, np.float64)
   if a_xP.shape[-1] >= 2:
     iv = maxk.paired_difference(jnp.asarray(a_xP), jnp.asarray(b_xP), confidence=CONFIDENCE)
-    return tuple(np.asarray(x, np.float64) for x in (iv.mean, iv.stderr, iv.lo, iv.hi))
-  return _interval(a_xP - b_xP)
+    mean, se, lo, hi = (np.asarray(x, np.float64) for x in (iv.mean, iv.stderr, iv.lo, iv.hi))
+    return mean, se, np.clip(lo, -1.0, 1.0), np.clip(hi, -1.0, 1.0)
+  return _interval(a_xP - b_xP, (-1.0, 1.0))
+
+
+def wilson_interval(successes: int, trials: int) -> tuple[float, float, float, float]:
+  """(p̂, se, lo, hi) of a binomial proportion: p̂ = successes / trials, se =
+  √(p̂(1 − p̂)/trials) and Wilson's score interval at ``CONFIDENCE``,
+  (p̂ + z²/2m ± z √(p̂(1 − p̂)/m + z²/4m²)) / (1 + z²/m) with m = trials."""
+  if trials < 1:
+    return (np.nan,) * 4
+  z = float(statistics.NormalDist().inv_cdf((1 + CONFIDENCE) / 2))
+  p = successes / trials
+  center = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+  half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+  return p, math.sqrt(p * (1 - p) / trials), max(0.0, center - half), min(1.0, center + half)
 
 
 def per_prompt_estimates(ev: Evaluation) -> tuple[np.ndarray, np.ndarray]:
@@ -350,7 +373,7 @@ def unsolved_rows(
     mean, se, lo, hi = (np.nan,) * 4
     d_mean, d_se, d_lo, d_hi = (np.nan,) * 4
     if solved.size:
-      mean, se, lo, hi = _interval(solved)
+      mean, se, lo, hi = wilson_interval(int(solved.sum()), solved.size)
       if ev.stage != "base":
         d_mean, d_se, d_lo, d_hi = _paired(solved, base_solved)
     rows.append(

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from experiments.lm import plotting
 from experiments.lm import reporting
@@ -29,10 +30,11 @@ BASE = _eval("base", [0, 1, 2], [[0.0, 0.5], [1.0, 0.25], [1.0, 1.0]], stage="ba
 RUN = _eval("max_at_k", [1, 1, 2], [[1.0, 0.0], [0.5, 1.0], [1.0, 1.0]])
 
 
-def _mean_ci(values):
+def _mean_ci(values, low=0.0):
+  """Normal 95% interval of the mean, intersected with [low, 1] (the estimates' range)."""
   values = np.asarray(values, np.float64)
   se = values.std(ddof=1) / math.sqrt(len(values))
-  return values.mean(), values.mean() - Z95 * se, values.mean() + Z95 * se
+  return values.mean(), max(low, values.mean() - Z95 * se), min(1.0, values.mean() + Z95 * se)
 
 
 def test_difficulty_bins_thresholds():
@@ -101,7 +103,7 @@ def test_paired_rows_use_per_prompt_differences():
   rows = reporting.paired_rows([BASE, RUN], seed=0)
   assert {(r["a_run"], r["b_run"]) for r in rows} == {("max_at_k", "base")}
   row = next(r for r in rows if r["metric"] == "pass_at_k" and r["k_eval"] == 1)
-  mean, lo, hi = _mean_ci([0.5 - 0.0, 0.5 - 0.5, 1.0 - 1.0])
+  mean, lo, hi = _mean_ci([0.5 - 0.0, 0.5 - 0.5, 1.0 - 1.0], low=-1.0)  # A difference.
   assert (row["diff"], row["diff_lo"], row["diff_hi"]) == pytest.approx((mean, lo, hi), abs=1e-6)
   assert reporting.paired_ks(16) == [1, 2, 4, 8, 16]
   assert reporting.paired_ks(12) == [1, 2, 4, 8, 12]
@@ -131,6 +133,16 @@ def test_bins_and_unsolved_rows():
   assert unsolved["max_at_k"]["solved_fraction"] == pytest.approx(1.0)
   assert unsolved["max_at_k"]["diff_vs_base"] == pytest.approx(0.5)
   assert math.isnan(unsolved["base"]["diff_vs_base"])
+
+
+@pytest.mark.parametrize("successes, trials", [(0, 7), (3, 7), (7, 7), (1, 1), (40, 64)])
+def test_solved_fraction_interval_is_wilsons_and_stays_in_0_1(successes, trials):
+  want = stats.binomtest(successes, trials).proportion_ci(0.95, method="wilson")
+  p, se, lo, hi = reporting.wilson_interval(successes, trials)
+  assert p == pytest.approx(successes / trials)
+  assert se == pytest.approx(math.sqrt(p * (1 - p) / trials))
+  assert (lo, hi) == pytest.approx((want.low, want.high), abs=1e-9)
+  assert 0.0 <= lo <= p <= hi <= 1.0
 
 
 def _record(stage, run, correct, rewards, **extra):
