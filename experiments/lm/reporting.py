@@ -254,6 +254,18 @@ def _float(x: Any) -> float:
 # --------------------------------------------------------------------------- tables
 
 
+def _estimate_fields(p_mean, p_lo, p_hi, m_mean, m_lo, m_hi) -> dict[str, float]:
+  """pass@k and max@k with their interval bounds, in the contract's column order."""
+  return {
+    "pass_at_k": _float(p_mean),
+    "pass_at_k_lo": _float(p_lo),
+    "pass_at_k_hi": _float(p_hi),
+    "max_at_k": _float(m_mean),
+    "max_at_k_lo": _float(m_lo),
+    "max_at_k_hi": _float(m_hi),
+  }
+
+
 def result_rows(
   evals: Sequence[Evaluation], seed: int, estimates: dict[str, tuple] | None = None
 ) -> list[dict[str, Any]]:
@@ -272,12 +284,7 @@ def result_rows(
           "k_opt": ev.k_opt,
           "k_eval": k,
           "seed": seed,
-          "pass_at_k": _float(p_mean[i]),
-          "pass_at_k_lo": _float(p_lo[i]),
-          "pass_at_k_hi": _float(p_hi[i]),
-          "max_at_k": _float(m_mean[i]),
-          "max_at_k_lo": _float(m_lo[i]),
-          "max_at_k_hi": _float(m_hi[i]),
+          **_estimate_fields(p_mean[i], p_lo[i], p_hi[i], m_mean[i], m_lo[i], m_hi[i]),
           "pass_at_k_se": _float(p_se[i]),
           "max_at_k_se": _float(m_se[i]),
           "rl_run": ev.run,
@@ -345,12 +352,7 @@ def bin_rows(
             "bin": name,
             "num_problems": int(members.sum()),
             "k_eval": k,
-            "pass_at_k": _float(p_mean[i]),
-            "pass_at_k_lo": _float(p_lo[i]),
-            "pass_at_k_hi": _float(p_hi[i]),
-            "max_at_k": _float(m_mean[i]),
-            "max_at_k_lo": _float(m_lo[i]),
-            "max_at_k_hi": _float(m_hi[i]),
+            **_estimate_fields(p_mean[i], p_lo[i], p_hi[i], m_mean[i], m_lo[i], m_hi[i]),
             "rl_run": ev.run,
           }
         )
