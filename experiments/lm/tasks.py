@@ -12,7 +12,7 @@ completion with two rewards:
   It is 1.0 exactly when ``binary`` is 1.0.
 
 Verifiers parse the completion text with a small recursive-descent parser and run
-it with our own interpreter (:func:`parse`); model output is never executed.
+it with our own interpreter (``expressions.parse``); model output is never executed.
 
 **Problem keys.** Each task names a problem by a canonical integer key
 (``problem_keys`` for drawn rows, ``prompt_key`` for a prompt's text, ``key_text``
@@ -44,6 +44,8 @@ import functools
 from typing import Protocol
 
 import numpy as np
+
+from experiments.lm import expressions
 
 PAD_ID = 0
 BOS_ID = 1
@@ -140,125 +142,6 @@ class Task(Protocol):
     ...
 
   def score(self, prompt: str, completion: str) -> Score: ...
-
-
-# --------------------------------------------------------------------------- parser
-
-
-class _ParseError(Exception):
-  pass
-
-
-@dataclasses.dataclass(frozen=True)
-class Expression:
-  """A parsed expression over integers and (optionally) the variable ``x``.
-
-  ``tree`` nests tuples: ``("num", value)``, ``("x",)`` or ``(op, left, right)`` with
-  ``op`` one of ``+ - *``; ``numbers`` lists the integer literals in order of
-  appearance. Calling it evaluates the tree (our interpreter; nothing is executed).
-  """
-
-  tree: tuple
-  numbers: tuple[int, ...]
-
-  def __call__(self, x: int | None = None) -> int:
-    return _evaluate(self.tree, x)
-
-
-def _evaluate(tree: tuple, x: int | None) -> int:
-  kind = tree[0]
-  if kind == "num":
-    return tree[1]
-  if kind == "x":
-    if x is None:
-      raise ValueError("The expression uses x but no value was given.")
-    return x
-  left, right = _evaluate(tree[1], x), _evaluate(tree[2], x)
-  if kind == "+":
-    return left + right
-  if kind == "-":
-    return left - right
-  return left * right
-
-
-def parse(text: str, *, variable: bool = False) -> Expression:
-  """Parses an integer expression over +, -, *, parentheses (and ``x`` if ``variable``).
-
-  Grammar (usual precedence, left associative; no unary minus; numbers of at most
-  4 digits)::
-
-    expr := term (('+' | '-') term)*
-    term := atom ('*' atom)*
-    atom := NUMBER | 'x' | '(' expr ')'
-
-  Raises:
-    ValueError: if ``text`` is not a well-formed expression (or uses ``x`` when
-      ``variable`` is False).
-  """
-  pos = 0
-  numbers: list[int] = []
-
-  def peek() -> str:
-    return text[pos] if pos < len(text) else ""
-
-  def atom() -> tuple:
-    nonlocal pos
-    if peek() == "(":
-      pos += 1
-      tree = expr()
-      if peek() != ")":
-        raise _ParseError("missing ')'")
-      pos += 1
-      return tree
-    if peek() == "x":
-      if not variable:
-        raise _ParseError(f"unexpected 'x' at {pos}")
-      pos += 1
-      return ("x",)
-    start = pos
-    while peek().isdigit():
-      pos += 1
-    if start == pos:
-      raise _ParseError(f"expected a number at {start}")
-    if pos - start > 4:
-      raise _ParseError("number too long")
-    numbers.append(int(text[start:pos]))
-    return ("num", numbers[-1])
-
-  def term() -> tuple:
-    nonlocal pos
-    tree = atom()
-    while peek() == "*":
-      pos += 1
-      tree = ("*", tree, atom())
-    return tree
-
-  def expr() -> tuple:
-    nonlocal pos
-    tree = term()
-    while peek() in ("+", "-"):
-      op = peek()
-      pos += 1
-      tree = (op, tree, term())
-    return tree
-
-  try:
-    tree = expr()
-    if pos != len(text):
-      raise _ParseError(f"unexpected {peek()!r} at {pos}")
-  except (_ParseError, RecursionError) as e:
-    raise ValueError(f"Malformed expression {text!r}: {e}") from None
-  return Expression(tree, tuple(numbers))
-
-
-def parse_expression(text: str) -> tuple[int, list[int]]:
-  """Value and literal numbers (in order) of an expression without variables.
-
-  Raises:
-    ValueError: if ``text`` is not a well-formed expression (:func:`parse`).
-  """
-  expression = parse(text)
-  return expression(), list(expression.numbers)
 
 
 # -------------------------------------------------------------------------- sampling
@@ -442,7 +325,7 @@ class Countdown:
   def score(self, prompt: str, completion: str) -> Score:
     available, target = self._read(prompt)
     try:
-      value, used = parse_expression(completion)
+      value, used = expressions.parse_expression(completion)
     except ValueError:
       return Score(0.0, 0.0)
     remaining = list(available)
@@ -705,7 +588,7 @@ class Program:
     coefs, shown = self.function(prompt)
     hidden = [x for x in range(self.max_input + 1) if x not in shown]
     try:
-      expression = parse(completion, variable=True)
+      expression = expressions.parse(completion, variable=True)
     except ValueError:
       return Score(0.0, 0.0)
     right = sum(expression(x) == _polynomial(coefs, x) for x in hidden)
