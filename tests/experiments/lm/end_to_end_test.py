@@ -21,6 +21,7 @@ from experiments.lm import train
 from experiments.lm import workdir as workdir_lib
 from experiments.lm.configs import tiny
 from tests import REPO_ROOT
+from tests.experiments.lm import reporting_test
 
 _ROOT = REPO_ROOT
 _CONFIG = os.path.join(_ROOT, "experiments", "lm", "configs", "tiny.py")
@@ -107,19 +108,7 @@ def test_outputs(reference_run):
     config = json.load(f)
   assert config["rl"]["runs"] == "max_at_k@2:3:1,grpo"
   rows = _csv(workdir, "results.csv")
-  assert list(rows[0])[:11] == [
-    "stage",
-    "method",
-    "k_opt",
-    "k_eval",
-    "seed",
-    "pass_at_k",
-    "pass_at_k_lo",
-    "pass_at_k_hi",
-    "max_at_k",
-    "max_at_k_lo",
-    "max_at_k_hi",
-  ]
+  assert list(rows[0])[:11] == reporting_test.CONTRACT_COLUMNS
   n_eval, num_prompts = config["eval"]["n"], config["eval"]["num_prompts"]
   assert len(rows) == 3 * n_eval  # base and two RL runs, k = 1..n_eval.
   assert {(r["stage"], r["method"], r["k_opt"]) for r in rows} == {

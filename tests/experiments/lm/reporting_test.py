@@ -11,6 +11,20 @@ from experiments.lm import plotting
 from experiments.lm import reporting
 from experiments.lm import workdir
 
+# The first columns of results.csv, in order, as the outputs' contract lists them.
+CONTRACT_COLUMNS = [
+  "stage",
+  "method",
+  "k_opt",
+  "k_eval",
+  "seed",
+  "pass_at_k",
+  "pass_at_k_lo",
+  "pass_at_k_hi",
+  "max_at_k",
+  "max_at_k_lo",
+  "max_at_k_hi",
+]
 Z95 = 1.959963984540054  # The 0.975 quantile of N(0, 1).
 
 
@@ -66,19 +80,7 @@ def test_rewards_round_trip_exactly():
 
 def test_result_rows_have_the_contract_columns_and_intervals_over_prompts():
   rows = reporting.result_rows([BASE, RUN], seed=7)
-  assert list(rows[0])[:11] == [
-    "stage",
-    "method",
-    "k_opt",
-    "k_eval",
-    "seed",
-    "pass_at_k",
-    "pass_at_k_lo",
-    "pass_at_k_hi",
-    "max_at_k",
-    "max_at_k_lo",
-    "max_at_k_hi",
-  ]
+  assert list(rows[0])[:11] == CONTRACT_COLUMNS
   assert len(rows) == 4 and all(r["seed"] == 7 for r in rows)
   by = {(r["rl_run"], r["k_eval"]): r for r in rows}
   # Base pass@1 per prompt: c/n = 0, 1/2, 1; pass@2: 0, 1, 1.
