@@ -121,23 +121,39 @@ def training_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
   return title, markdown_table(header, table)
 
 
+def _with_interval(row: Mapping[str, str], metric: str) -> str:
+  """``mean [lo, hi]`` where the row has the metric's interval bounds, else the mean."""
+  mean = format_number(row[metric], 3)
+  lo, hi = row.get(f"{metric}_lo", ""), row.get(f"{metric}_hi", "")
+  if lo in ("", None) or hi in ("", None) or "nan" in (lo.lower(), hi.lower()):
+    return mean
+  return f"{mean} [{format_number(lo, 3)}, {format_number(hi, 3)}]"
+
+
 def lm_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
-  """pass@k and max@k at the smallest, middle and largest k_eval per stage/method/k_opt."""
+  """pass@k and max@k with their 95% intervals at the smallest, middle and largest
+  k_eval per stage/method/k_opt (and seed, where the rows hold several)."""
   if not rows:
     return None
   k_evals = sorted({int(r["k_eval"]) for r in rows})
   shown = sorted({k_evals[0], k_evals[len(k_evals) // 2], k_evals[-1]})
-  keys = list(dict.fromkeys((r["stage"], r["method"], r["k_opt"]) for r in rows))
+  seeds = list(dict.fromkeys(r.get("seed", "") for r in rows))
+  keyed = ["stage", "method", "k_opt"] + (["seed"] if len(seeds) > 1 else [])
+  keys = list(dict.fromkeys(tuple(r[c] for c in keyed) for r in rows))
   table = []
   for key in keys:
-    cells = {int(r["k_eval"]): r for r in rows if (r["stage"], r["method"], r["k_opt"]) == key}
+    cells = {int(r["k_eval"]): r for r in rows if tuple(r[c] for c in keyed) == key}
     table.append(
       list(key)
-      + [cells[k]["pass_at_k"] if k in cells else "" for k in shown]
-      + [cells[k]["max_at_k"] if k in cells else "" for k in shown]
+      + [_with_interval(cells[k], "pass_at_k") if k in cells else "" for k in shown]
+      + [_with_interval(cells[k], "max_at_k") if k in cells else "" for k in shown]
     )
-  header = ["stage", "method", "k_opt"] + [f"pass@{k}" for k in shown] + [f"max@{k}" for k in shown]
-  title = "Small LM: pass@k and max@k on held-out prompts, after SFT (base) and after RL."
+  header = keyed + [f"pass@{k}" for k in shown] + [f"max@{k}" for k in shown]
+  seed_note = f", seed {seeds[0]}" if len(seeds) == 1 and seeds[0] != "" else ""
+  title = (
+    f"Small LM: pass@k and max@k on held-out problems{seed_note}, after SFT (base) and "
+    "after RL, with 95% intervals over problems."
+  )
   return title, markdown_table(header, table)
 
 

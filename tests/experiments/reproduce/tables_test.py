@@ -68,3 +68,18 @@ def test_bandit_variance_tables_per_objective_and_variance_check(tmp_path):
   assert "| none | 1.5 | 0.1 |" in found[0][1]  # Only the max@k row in the max@k table.
   assert "| loo | 0.25 | 2 |" in found[1][1] and "loo" not in found[2][1]
   assert "| gaussian | pass_at_k | 8 | 4 | 0.0166 | 0.004 | 0.0175 | 0.0033 | 0.26 |" in found[3][1]
+
+
+def test_lm_table_shows_intervals_and_seeds():
+  base = {"stage": "base", "method": "base", "k_opt": "", "max_at_k": "0.5"}
+  rows = [
+    {**base, "k_eval": "1", "seed": "0", "pass_at_k": "0.25", "pass_at_k_lo": "0.125"}
+    | {"pass_at_k_hi": "0.375", "max_at_k_lo": "nan", "max_at_k_hi": "nan"},
+    {**base, "k_eval": "1", "seed": "1", "pass_at_k": "0.5"},  # An older file: no bounds.
+  ]
+  title, table = tables.lm_table(rows)
+  assert "| stage | method | k_opt | seed | pass@1 | max@1 |" in table
+  assert "| base | base |  | 0 | 0.25 [0.125, 0.375] | 0.5 |" in table
+  assert "| base | base |  | 1 | 0.5 | 0.5 |" in table
+  title, table = tables.lm_table(rows[:1])
+  assert "seed 0" in title and "| seed |" not in table
