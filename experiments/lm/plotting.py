@@ -14,8 +14,10 @@ black and dashed); several runs of one estimator get shades of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+import math
 from typing import Any
 
+from matplotlib import lines
 from matplotlib import ticker
 from matplotlib.figure import Figure
 import numpy as np
@@ -144,4 +146,229 @@ def bins_figure(rows: Sequence[dict[str, Any]], unsolved: Sequence[dict[str, Any
   ax.set_title("problems per base bin")
   fig.suptitle("Held-out problems binned by the base model's pass@1 (95% intervals)")
   plot_style.legend(fig, axes)
+  return fig
+
+
+# --------------------------------------------------------------- the seed study
+# Figures of experiments.lm.study_summary: means over seeds with their across-seeds
+# intervals. Each panel holds one question's runs, with its own legend, so that no
+# panel has more than five bands.
+
+# (panel title, [(rl_run, legend label, colour, line style)]).
+STUDY_PANELS = (
+  (
+    "estimators",
+    [
+      ("base", "base (warm start)", "#000000", "--"),
+      ("grpo", "GRPO", plot_style.color("grpo"), "-"),
+      ("rloo", "RLOO", plot_style.color("rloo"), "-"),
+      ("max_at_k_k1", "max@k, k_opt=1", plot_style.shade("max_at_k", 0, 3), "-"),
+      ("max_at_k_k8", "max@k, k_opt=8", plot_style.shade("max_at_k", 2, 3), "-"),
+    ],
+  ),
+  (
+    "k_opt and annealing",
+    [
+      ("base", "base (warm start)", "#000000", "--"),
+      ("max_at_k_k1", "k_opt=1", plot_style.shade("max_at_k", 0, 3), "-"),
+      ("max_at_k_k4", "k_opt=4", plot_style.shade("max_at_k", 1, 3), "-"),
+      ("max_at_k_k8", "k_opt=8", plot_style.shade("max_at_k", 2, 3), "-"),
+      ("max_at_k_k8-60-1", "annealed 8 -> 1", plot_style.color("top_m"), "-."),
+    ],
+  ),
+  (
+    "off-policy weights, k_opt=4",
+    [
+      ("base", "base (warm start)", "#000000", "--"),
+      ("max_at_k_k4", "exact", plot_style.color("exact"), "-"),
+      ("max_at_k_k4_first_order", "first-order", plot_style.color("first_order"), "-"),
+      ("max_at_k_k4_ppo_clip", "PPO-clip", plot_style.color("ppo_clip"), "-"),
+    ],
+  ),
+)
+
+
+def _study_label_color(run: str) -> tuple[str, str]:
+  """The first label and colour a run gets in :data:`STUDY_PANELS` (else its name)."""
+  for _, runs in STUDY_PANELS:
+    for name, lab, color, _ in runs:
+      if name == run:
+        return lab if name != "max_at_k_k4" else "max@k, k_opt=4 (exact)", color
+  return run, plot_style.color(run)
+
+
+def study_pass_at_k_figure(rows: Sequence[dict[str, Any]], title: str) -> Figure:
+  """Summary rows of one task over all problems (``rl_run``, ``k_eval``, metric and
+  ``_lo``/``_hi``): pass@k (top) and max@k (bottom) against k, one panel per
+  question of :data:`STUDY_PANELS`."""
+  fig, axes = plot_style.figure(2, len(STUDY_PANELS), figsize=(14.0, 7.6), sharey="row")
+  for j, (panel, runs) in enumerate(STUDY_PANELS):
+    for i, metric in enumerate(("pass_at_k", "max_at_k")):
+      ax = axes[i, j]
+      for name, lab, color, linestyle in runs:
+        mine = sorted((r for r in rows if r["rl_run"] == name), key=lambda r: int(r["k_eval"]))
+        if not mine:
+          continue
+        ks = np.array([int(r["k_eval"]) for r in mine])
+        mean, lo, hi = (
+          np.array([float(r[c]) for r in mine]) for c in (metric, f"{metric}_lo", f"{metric}_hi")
+        )
+        ax.plot(ks, mean, color=color, linestyle=linestyle, label=lab)
+        ax.fill_between(ks, lo, hi, color=color, alpha=0.12, linewidth=0)
+      ax.set_xscale("log", base=2)
+      ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda k, _: f"{k:g}"))
+      ax.set_xlabel("k (evaluation)")
+      if i == 0:
+        ax.set_title(panel)
+        ax.legend(loc="lower right", fontsize="small", frameon=False)
+      if j == 0:
+        ax.set_ylabel(
+          "pass@k (binary reward)" if metric == "pass_at_k" else "max@k (continuous reward)"
+        )
+  fig.suptitle(title)
+  fig.tight_layout()
+  return fig
+
+
+def study_bins_figure(
+  rows: Sequence[dict[str, Any]], unsolved: Sequence[dict[str, Any]], title: str
+) -> Figure:
+  """Per base-difficulty bin, pass@1 and pass@n of every run (mean over seeds and
+  its interval: ``rows`` are summary rows with ``scope`` = bin), and the fraction
+  of base-unsolved problems each run solves (``unsolved``: pooled rows)."""
+  runs = list(dict.fromkeys(r["rl_run"] for r in rows))
+  bins = [b for b in BIN_ORDER if any(r["scope"] == b for r in rows)]
+  n = max(int(r["k_eval"]) for r in rows)
+  fig, axes = plot_style.figure(1, 3, figsize=(15.5, 4.6), width_ratios=(1.0, 1.0, 0.8))
+  width = 0.8 / max(1, len(runs))
+  for ax, k in zip(axes[0, :2], (1, n)):
+    for i, run in enumerate(runs):
+      lab, color = _study_label_color(run)
+      for j, name in enumerate(bins):
+        r = next(
+          (x for x in rows if x["rl_run"] == run and x["scope"] == name and int(x["k_eval"]) == k),
+          None,
+        )
+        if r is None:
+          continue
+        x = j - 0.4 + width * (i + 0.5)
+        mean, lo, hi = (float(r[c]) for c in ("pass_at_k", "pass_at_k_lo", "pass_at_k_hi"))
+        err = np.nan_to_num([[mean - lo], [hi - mean]], nan=0.0)
+        ax.errorbar(
+          x,
+          mean,
+          yerr=err,
+          fmt="o",
+          color=color,
+          markersize=4,
+          elinewidth=1.2,
+          label=lab if j == 0 else None,
+        )
+    counts = {
+      b: next(r["num_problems_seeds"] for r in rows if r["scope"] == b).replace(" ", "+")
+      for b in bins
+    }
+    ax.set_xticks(range(len(bins)), [f"{b}\n({counts[b]})" for b in bins])
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel(f"pass@{k}")
+    ax.set_title(f"pass@{k} by base bin (problems per seed)")
+  ax = axes[0, 2]
+  labels = [_study_label_color(r["rl_run"])[0] for r in unsolved]
+  mean = np.array([float(r["solved_fraction"]) for r in unsolved])
+  lo = np.array([float(r["solved_fraction_lo"]) for r in unsolved])
+  hi = np.array([float(r["solved_fraction_hi"]) for r in unsolved])
+  y = np.arange(len(labels))
+  err = np.nan_to_num(np.stack([mean - lo, hi - mean]), nan=0.0)
+  colors = [_study_label_color(r["rl_run"])[1] for r in unsolved]
+  ax.barh(y, np.nan_to_num(mean), xerr=err, color=colors, error_kw={"ecolor": "0.45"})
+  for i, r in enumerate(unsolved):
+    ax.text(
+      min(np.nanmax([hi[i], mean[i], 0.0]) + 0.02, 0.85),
+      i,
+      f"{r['solved']}/{r['num_base_unsolved']}",
+      va="center",
+    )
+  ax.set_yticks(y, labels)
+  ax.invert_yaxis()
+  ax.set_xlim(0, 1)
+  ax.set_title(f"base-unsolved problems solved\n(>= 1 of {n} correct; pooled, Wilson)")
+  handles, labels_ = axes[0, 0].get_legend_handles_labels()
+  fig.suptitle(title)
+  fig.legend(
+    handles,
+    labels_,
+    loc="lower center",
+    ncol=min(5, len(labels_)),
+    frameon=False,
+    bbox_to_anchor=(0.5, -0.12),
+  )
+  fig.tight_layout()
+  return fig
+
+
+# Verdict -> colour of the across-seeds bar in the contrasts figure.
+VERDICT_COLORS = {"significant": "#1f77b4", "every seed": "#9ecae1", "within noise": "#bdbdbd"}
+
+
+def study_contrasts_figure(
+  rows: Sequence[dict[str, Any]],
+  contrasts: Sequence[tuple[str, str, str]],
+  task: str,
+  ks: Sequence[int],
+  title: str,
+) -> Figure:
+  """Forest plot of one task's paired differences a − b: pass@k (top row) and max@k
+  (bottom row) at each k of ``ks`` (columns; capped at n), the mean over seeds with
+  its across-seeds interval (thick bar, coloured by ``verdict``) and each seed's
+  difference with its interval over problems (thin grey lines).
+
+  ``rows``: paired summary rows; ``contrasts``: (a_run, b_run, label), top to bottom.
+  """
+  index = {(r["task"], r["a_run"], r["b_run"], r["metric"], int(r["k_eval"])): r for r in rows}
+  n = max(int(r["k_eval"]) for r in rows if r["task"] == task)
+  metrics = (("pass_at_k", "pass"), ("max_at_k", "max"))
+  fig, axes = plot_style.figure(
+    len(metrics), len(ks), figsize=(13.0, 1.4 + 0.75 * len(contrasts)), sharey=True
+  )
+  y = np.arange(len(contrasts))
+  for mi, (metric, short) in enumerate(metrics):
+    for ki, k in enumerate(ks):
+      ax = axes[mi, ki]
+      k = min(k, n)
+      for i, (a, b, _) in enumerate(contrasts):
+        r = index.get((task, a, b, metric, k))
+        if r is None:
+          continue
+        seeds = [float(x) for x in r["diff_seeds"].split()]
+        s_lo = [float(x) for x in r["diff_lo_seeds"].split()]
+        s_hi = [float(x) for x in r["diff_hi_seeds"].split()]
+        for j, (d, lo, hi) in enumerate(zip(seeds, s_lo, s_hi)):
+          yy = i + 0.12 + 0.1 * j
+          ax.plot([lo, hi], [yy, yy], color="0.55", linewidth=0.8)
+          ax.plot([d], [yy], "|", color="0.35", markersize=5)
+        mean, lo, hi = (float(r[c]) for c in ("diff", "diff_lo", "diff_hi"))
+        if math.isfinite(lo):
+          color = VERDICT_COLORS[r["verdict"]]
+          ax.plot([lo, hi], [i - 0.12] * 2, color=color, linewidth=5, solid_capstyle="butt")
+        ax.plot([mean], [i - 0.12], "o", color="black", markersize=4)
+      ax.axvline(0, color="black", linewidth=0.8)
+      ax.set_yticks(y, [c[2] for c in contrasts])
+      ax.set_title(f"{short}@{k}, a − b")
+  axes[0, 0].invert_yaxis()  # The axes share y: this inverts all of them.
+  for ax in axes[-1]:
+    ax.set_xlabel("paired difference (same problems and sampling keys)")
+  handles = [
+    lines.Line2D([], [], color=c, linewidth=5, label=f"mean over seeds, 95% t-interval: {v}")
+    for v, c in VERDICT_COLORS.items()
+  ]
+  handles.append(
+    lines.Line2D(
+      [], [], color="0.55", linewidth=0.8, marker="|", label="each seed, 95% interval over problems"
+    )
+  )
+  fig.suptitle(title)
+  fig.legend(
+    handles=handles, loc="lower center", ncol=2, frameon=False, bbox_to_anchor=(0.5, -0.06)
+  )
+  fig.tight_layout()
   return fig

@@ -19,12 +19,15 @@ The whole study (2 tasks x 3 seeds) through ``launch.local``, one run at a time
 
   python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study
 
-Running time on 2 CPU cores, estimated from timed pieces of each config (the warm
-start, the base evaluation and 6 RL steps of two runs): one RL step takes 0.7 s on
-countdown and 1.0 s on program (4 inner epochs), an evaluation 1.8 s and 2.4 s,
-so a countdown config takes about 14 minutes and a program config about 20 (its
-warm start is 900 steps: 300 left pass@1 at 0.007), the whole study about 1 hour
-45 minutes; more on a busy machine.
+and its summary across seeds, recomputed from each run's per-problem file (the
+committed one is ``docs/lm_study``; see experiments/lm/study_summary.py)::
+
+  python -m experiments.lm.study_summary --study_dir=out/lm_study --out_dir=out/lm_study/summary
+
+Running time on 2 CPU cores, measured for the committed study (docs/lm_study),
+one run at a time: a countdown config 14-15 minutes (22 while other jobs shared the
+cores), a program config 21-22 minutes (its warm start is 900 steps: 300 left
+pass@1 at 0.007), the whole study 1 hour 55 minutes.
 """
 
 import ml_collections

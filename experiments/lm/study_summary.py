@@ -1,0 +1,777 @@
+r"""The LM study across seeds: one table set, intervals over seeds, verdicts, figures.
+
+Usage (after ``launch.local`` ran the study sweep into ``out/lm_study``)::
+
+  python -m experiments.lm.study_summary --study_dir=out/lm_study --out_dir=docs/lm_study
+
+Each run folder of ``--study_dir`` (one task and one seed of
+``experiments/lm/configs/study.py``) holds its per-prompt file ``prompts.csv``.
+Every number written here is recomputed from those per-prompt counts and rewards by
+:mod:`experiments.lm.reporting`, and checked against the run's own ``results.csv``
+(a folder whose files disagree, e.g. written by other code, stops the summary).
+
+Two kinds of interval, because the seeds of the study differ in everything: each
+seed draws its own evaluation problems, warm start, training problems and samples.
+
+* **Per seed, over prompts** (the runs' own files, gathered here with a ``task``
+  column): the 95% normal interval of the mean over that seed's problems. It
+  covers the choice of problems and the sampling noise of the evaluation, not the
+  randomness of training.
+* **Across seeds** (``summary.csv``, ``paired_summary.csv``): the mean of the
+  per-seed estimates with a 95% Student-t interval over the S seeds (S − 1 degrees
+  of freedom; ``maxk.mean_with_interval(..., distribution="t")``). A seed is one
+  independent replicate of the whole pipeline, so this interval covers all of it,
+  training included; with 3 seeds t = 4.30 and it is wide. Intervals of quantities
+  in [0, 1] are intersected with [0, 1] (differences with [-1, 1]).
+
+A difference between two methods (``paired_summary.csv``, paired on the same
+problems and sampling keys within each seed) gets a ``verdict``:
+
+* ``significant``: the across-seeds interval excludes 0;
+* ``every seed``: not significant across seeds, but every seed's own interval
+  excludes 0 with the same sign (the effect is consistent, its size is uncertain);
+* ``within noise``: neither.
+
+Outputs in ``--out_dir``:
+
+* ``results.csv``, ``prompts.csv``, ``bins.csv``, ``unsolved.csv``, ``paired.csv``:
+  every run's table, recomputed, with a ``task`` column (the per-prompt file holds
+  every sample's reward, so all of it can be recomputed offline);
+* ``summary.csv``: per task, method, scope (``all`` problems or one base-difficulty
+  bin) and k, the per-seed pass@k and max@k (``*_seeds``, space-separated, in seed
+  order) and their mean with the across-seeds interval;
+* ``paired_summary.csv``: per task, pair of runs, metric and k, the per-seed
+  differences with their intervals, the mean with the across-seeds interval, and
+  the verdict;
+* ``unsolved_summary.csv``: per task and method, the base-unsolved problems solved,
+  pooled over seeds (Wilson's interval; each seed's problems are distinct), and the
+  paired difference to the base model's fresh evaluation, across seeds with a verdict;
+* ``off_policy.csv``: per task and run, the RL steps' mean effective sample size
+  fraction, largest normalised weight and (max@k runs) distances of the first-order
+  and PPO-clip weights from the exact ones, at the last inner epoch (from each run's
+  ``metrics.jsonl``), per seed and the mean over seeds;
+* ``splits.csv``: per run, the held-out split (``split.json``): evaluation problems,
+  distinct training problems, and ``overlap`` (0; anything else stops the summary);
+* ``pass_at_k_<task>.png``, ``bins_<task>.png``: the across-seeds means and
+  intervals; ``contrasts_<task>.png``: the key differences in pass@k and max@k, per
+  seed and across seeds;
+* ``README.md``: the tables of all this, the running times, and the verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+import csv
+import dataclasses
+import json
+import math
+import os
+from typing import Any
+
+from absl import app
+from absl import flags
+import jax.numpy as jnp
+import numpy as np
+
+from experiments import outputs
+from experiments import plot_style
+from experiments.lm import plotting
+from experiments.lm import reporting
+import maxk
+
+CONFIDENCE = reporting.CONFIDENCE
+SCOPES = ("all", *reporting.BINS)
+# Report columns: the k of pass@k / max@k shown in the Markdown tables.
+TABLE_KS = (1, 4, 16, 32)
+# The differences the README reads: (a_run, b_run, what it asks).
+CONTRASTS = (
+  ("grpo", "base", "GRPO vs base"),
+  ("max_at_k_k8", "base", "k_opt = 8 vs base"),
+  ("max_at_k_k8", "max_at_k_k1", "k_opt = 8 vs k_opt = 1"),
+  ("max_at_k_k4", "max_at_k_k1", "k_opt = 4 vs k_opt = 1"),
+  ("max_at_k_k8", "grpo", "k_opt = 8 vs GRPO"),
+  ("max_at_k_k1", "grpo", "k_opt = 1 vs GRPO"),
+  ("rloo", "grpo", "RLOO vs GRPO"),
+  ("max_at_k_k8-60-1", "max_at_k_k8", "annealed 8 -> 1 vs k_opt = 8"),
+  ("max_at_k_k8-60-1", "max_at_k_k1", "annealed 8 -> 1 vs k_opt = 1"),
+  ("max_at_k_k4_first_order", "max_at_k_k4", "first-order vs exact weights (k_opt = 4)"),
+  ("max_at_k_k4_ppo_clip", "max_at_k_k4", "PPO-clip vs exact weights (k_opt = 4)"),
+)
+CONTRAST_KS = (1, 32)
+
+_STUDY_DIR = flags.DEFINE_string("study_dir", "out/lm_study", "The study sweep's --out_root.")
+_OUT_DIR = flags.DEFINE_string("out_dir", "out/lm_study/summary", "Where the summary goes.")
+
+
+class StudyError(ValueError):
+  """A study folder that cannot be summarised (missing, unfinished or inconsistent runs)."""
+
+
+# ---------------------------------------------------------------------- loading
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One finished run of the study: one task, one seed, every method's evaluation."""
+
+  folder: str
+  task: str
+  seed: int
+  evals: tuple[reporting.Evaluation, ...]
+  bin_correct: np.ndarray
+  prompts: tuple[str, ...]
+  keys: tuple[str, ...]
+  seconds: float  # The launcher's wall time for the run; NaN if not recorded.
+
+
+def _read_csv(path: str) -> list[dict[str, str]]:
+  with open(path, newline="") as f:
+    return list(csv.DictReader(f))
+
+
+def run_from_prompt_rows(
+  rows: Sequence[dict[str, str]],
+  *,
+  task: str,
+  seed: int,
+  folder: str = "",
+  seconds: float = float("nan"),
+) -> Run:
+  """A run's evaluations rebuilt from its per-prompt rows (prompts.csv's, in order).
+
+  Raises:
+    StudyError: if the rows hold no base model, or a run covers other problems.
+  """
+  by_run: dict[str, list[dict[str, str]]] = {}
+  for row in rows:
+    by_run.setdefault(row["rl_run"], []).append(row)
+  where = folder or f"task {task}, seed {seed}"
+  if "base" not in by_run:
+    raise StudyError(f"{where}: the per-prompt rows hold no base model.")
+  base_rows = by_run["base"]
+  evals = []
+  for name, mine in by_run.items():
+    if [r["problem_key"] for r in mine] != [r["problem_key"] for r in base_rows]:
+      raise StudyError(f"{where}: run {name} covers other problems than base.")
+    evals.append(
+      reporting.Evaluation(
+        run=name,
+        stage=mine[0]["stage"],
+        method=mine[0]["method"],
+        k_opt=mine[0]["k_opt"],
+        correct_P=np.array([int(r["correct"]) for r in mine], np.int64),
+        rewards_Pxn=np.stack([reporting.decode_rewards(r["rewards"]) for r in mine]),
+      )
+    )
+  return Run(
+    folder=folder,
+    task=task,
+    seed=seed,
+    evals=tuple(evals),
+    bin_correct=np.array([int(r["bin_correct"]) for r in base_rows], np.int64),
+    prompts=tuple(r["prompt"] for r in base_rows),
+    keys=tuple(r["problem_key"] for r in base_rows),
+    seconds=seconds,
+  )
+
+
+def check_results(
+  written: Sequence[dict[str, str]], recomputed: Sequence[dict[str, Any]], where: str
+) -> None:
+  """Raises StudyError unless results.csv rows ``written`` hold the numbers of
+  ``recomputed`` (:func:`reporting.result_rows` of the per-prompt data), row by row."""
+  if len(written) != len(recomputed):
+    raise StudyError(
+      f"{where}: results.csv has {len(written)} rows, its prompts.csv gives {len(recomputed)}."
+    )
+  columns = ("pass_at_k", "pass_at_k_lo", "pass_at_k_hi", "max_at_k", "max_at_k_lo", "max_at_k_hi")
+  for old, new in zip(written, recomputed):
+    same_row = (old["rl_run"], int(old["k_eval"])) == (new["rl_run"], new["k_eval"])
+    close = all(
+      math.isclose(float(old[c]), new[c], rel_tol=1e-9, abs_tol=1e-9)
+      or (math.isnan(float(old[c])) and math.isnan(new[c]))
+      for c in columns
+    )
+    if not (same_row and close):
+      raise StudyError(
+        f"{where}: results.csv disagrees with the numbers recomputed from its "
+        f"prompts.csv at run {old['rl_run']}, k={old['k_eval']}: the folder was written "
+        "by other code; rerun it."
+      )
+
+
+def load_runs(study_dir: str) -> list[Run]:
+  """Every run folder of ``study_dir``, sorted by task and seed.
+
+  Raises:
+    StudyError: if the folder holds no run, a run is unfinished (a config.json
+      without prompts.csv), two runs share a task and seed, or a run's methods
+      differ from the other seeds' of its task.
+  """
+  if not os.path.isdir(study_dir):
+    raise StudyError(f"--study_dir={study_dir!r} is not a folder.")
+  runs, unfinished = [], []
+  for name in sorted(os.listdir(study_dir)):
+    folder = os.path.join(study_dir, name)
+    config_path = os.path.join(folder, "config.json")
+    if not os.path.isfile(config_path):
+      continue
+    if not os.path.isfile(os.path.join(folder, "prompts.csv")):
+      unfinished.append(name)
+      continue
+    with open(config_path) as f:
+      config = json.load(f)
+    status_path = os.path.join(folder, "launch_status.json")
+    seconds = float("nan")
+    if os.path.exists(status_path):
+      with open(status_path) as f:
+        seconds = float(json.load(f).get("seconds", "nan"))
+    runs.append(
+      run_from_prompt_rows(
+        _read_csv(os.path.join(folder, "prompts.csv")),
+        task=str(config["task"]["name"]),
+        seed=int(config["seed"]),
+        folder=folder,
+        seconds=seconds,
+      )
+    )
+  if unfinished:
+    raise StudyError(f"Unfinished runs in {study_dir} (no prompts.csv): {unfinished}.")
+  if not runs:
+    raise StudyError(f"No run folders (config.json and prompts.csv) in {study_dir}.")
+  runs.sort(key=lambda r: (r.task, r.seed))
+  seen: dict[tuple[str, int], str] = {}
+  for run in runs:
+    if (run.task, run.seed) in seen:
+      raise StudyError(
+        f"Two runs of task {run.task}, seed {run.seed}: {seen[run.task, run.seed]} and "
+        f"{run.folder}."
+      )
+    seen[run.task, run.seed] = run.folder
+  for task in tasks_of(runs):
+    names = {tuple(e.run for e in r.evals) for r in runs if r.task == task}
+    if len(names) != 1:
+      raise StudyError(f"The seeds of task {task} ran different methods: {sorted(names)}.")
+  return runs
+
+
+def tasks_of(runs: Iterable[Run]) -> list[str]:
+  return list(dict.fromkeys(r.task for r in runs))
+
+
+# ---------------------------------------------------------------- across seeds
+
+
+def across_seeds(values_S: Sequence[float], bounds: tuple[float, float]) -> tuple[float, ...]:
+  """(mean, lo, hi): the mean of per-seed values and its Student-t interval (S − 1
+  degrees of freedom) intersected with ``bounds``; NaN bounds for fewer than 2."""
+  values = np.asarray(values_S, np.float64)
+  if values.size < 2 or not np.all(np.isfinite(values)):
+    mean = float(np.mean(values)) if values.size else float("nan")
+    return mean, float("nan"), float("nan")
+  iv = maxk.mean_with_interval(jnp.asarray(values), confidence=CONFIDENCE, distribution="t")
+  lo, hi = float(iv.lo), float(iv.hi)
+  return float(iv.mean), max(bounds[0], lo), min(bounds[1], hi)
+
+
+def _fmt_seeds(values: Iterable[float]) -> str:
+  return " ".join(f"{float(v):.6g}" for v in values)
+
+
+def _per_seed_tables(runs: Sequence[Run]) -> dict[str, list[dict[str, Any]]]:
+  """The five report tables of every run, recomputed, with a ``task`` column."""
+  tables: dict[str, list[dict[str, Any]]] = {name: [] for name in reporting.FILES}
+  for run in runs:
+    estimates = {ev.run: reporting.per_prompt_estimates(ev) for ev in run.evals}
+    results = reporting.result_rows(run.evals, run.seed, estimates)
+    check_results(_read_csv(os.path.join(run.folder, "results.csv")), results, run.folder)
+    mine = {
+      "results.csv": results,
+      "prompts.csv": reporting.prompt_rows(
+        run.evals, run.seed, run.prompts, run.keys, run.bin_correct
+      ),
+      "bins.csv": reporting.bin_rows(run.evals, run.seed, run.bin_correct, estimates),
+      "unsolved.csv": reporting.unsolved_rows(run.evals, run.seed, run.bin_correct),
+      "paired.csv": reporting.paired_rows(run.evals, run.seed, estimates),
+    }
+    for name, rows in mine.items():
+      tables[name].extend({**row, "task": run.task} for row in rows)
+  return tables
+
+
+def summary_rows(tables: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+  """summary.csv from the gathered results.csv and bins.csv rows."""
+  groups: dict[tuple, dict[int, dict[str, Any]]] = {}
+  for scope_rows, scope_of in (
+    (tables["results.csv"], lambda r: "all"),
+    (tables["bins.csv"], lambda r: r["bin"]),
+  ):
+    for r in scope_rows:
+      key = (r["task"], r["stage"], r["method"], r["k_opt"], r["rl_run"], scope_of(r), r["k_eval"])
+      groups.setdefault(key, {})[r["seed"]] = r
+  out = []
+  order = {scope: i for i, scope in enumerate(SCOPES)}
+  # By task and scope; the sort is stable, so runs and k keep their order within.
+  for key in sorted(groups, key=lambda k: (k[0], order[k[5]])):
+    task, stage, method, k_opt, rl_run, scope, k = key
+    by_seed = groups[key]
+    seeds = sorted(by_seed)
+    row: dict[str, Any] = {
+      "task": task,
+      "stage": stage,
+      "method": method,
+      "k_opt": k_opt,
+      "k_eval": k,
+      "scope": scope,
+      "num_seeds": len(seeds),
+      "seeds": " ".join(str(s) for s in seeds),
+    }
+    for metric in ("pass_at_k", "max_at_k"):
+      values = [float(by_seed[s][metric]) for s in seeds]
+      mean, lo, hi = across_seeds(values, (0.0, 1.0))
+      row.update({metric: mean, f"{metric}_lo": lo, f"{metric}_hi": hi})
+      row[f"{metric}_seeds"] = _fmt_seeds(values)
+    row["num_problems_seeds"] = " ".join(
+      str(by_seed[s].get("num_problems", by_seed[s].get("num_prompts"))) for s in seeds
+    )
+    row["rl_run"] = rl_run
+    out.append(row)
+  return out
+
+
+def verdict(
+  mean_lo_hi: tuple[float, float, float], seed_lo: Sequence[float], seed_hi: Sequence[float]
+) -> str:
+  """``significant``, ``every seed`` or ``within noise`` (see the module docstring)."""
+  _, lo, hi = mean_lo_hi
+  if math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0):
+    return "significant"
+  if seed_lo and all(x > 0 for x in seed_lo):
+    return "every seed"
+  if seed_hi and all(x < 0 for x in seed_hi):
+    return "every seed"
+  return "within noise"
+
+
+def paired_summary_rows(paired: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+  """paired_summary.csv from the gathered paired.csv rows."""
+  groups: dict[tuple, dict[int, dict[str, Any]]] = {}
+  for r in paired:
+    key = (r["task"], r["a_run"], r["b_run"], r["metric"], r["k_eval"])
+    groups.setdefault(key, {})[r["seed"]] = r
+  out = []
+  for key, by_seed in groups.items():
+    task, a_run, b_run, metric, k = key
+    seeds = sorted(by_seed)
+    diffs = [float(by_seed[s]["diff"]) for s in seeds]
+    seed_lo = [float(by_seed[s]["diff_lo"]) for s in seeds]
+    seed_hi = [float(by_seed[s]["diff_hi"]) for s in seeds]
+    summary = across_seeds(diffs, (-1.0, 1.0))
+    first = by_seed[seeds[0]]
+    out.append(
+      {
+        "task": task,
+        "a_run": a_run,
+        "a_method": first["a_method"],
+        "a_k_opt": first["a_k_opt"],
+        "b_run": b_run,
+        "b_method": first["b_method"],
+        "b_k_opt": first["b_k_opt"],
+        "metric": metric,
+        "k_eval": k,
+        "num_seeds": len(seeds),
+        "diff": summary[0],
+        "diff_lo": summary[1],
+        "diff_hi": summary[2],
+        "verdict": verdict(summary, seed_lo, seed_hi),
+        "seeds": " ".join(str(s) for s in seeds),
+        "diff_seeds": _fmt_seeds(diffs),
+        "diff_lo_seeds": _fmt_seeds(seed_lo),
+        "diff_hi_seeds": _fmt_seeds(seed_hi),
+      }
+    )
+  return out
+
+
+def unsolved_summary_rows(unsolved: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+  """unsolved_summary.csv: base-unsolved problems solved, pooled over seeds (Wilson's
+  interval), and each RL run's paired difference to the base model's own fresh
+  evaluation of the same problems, averaged over seeds (t-interval and verdict as
+  for :func:`paired_summary_rows`)."""
+  groups: dict[tuple, list[dict[str, Any]]] = {}
+  for r in unsolved:
+    groups.setdefault((r["task"], r["stage"], r["method"], r["k_opt"], r["rl_run"]), []).append(r)
+  out = []
+  for (task, stage, method, k_opt, rl_run), rows in groups.items():
+    solved = sum(int(r["solved"]) for r in rows)
+    total = sum(int(r["num_base_unsolved"]) for r in rows)
+    mean, se, lo, hi = reporting.wilson_interval(solved, total)
+    diff: tuple[float, ...] = (float("nan"),) * 3
+    diff_verdict = ""
+    with_problems = [r for r in rows if int(r["num_base_unsolved"]) > 0]
+    if stage != "base" and with_problems:  # A seed without such problems has no difference.
+      diff = across_seeds([float(r["diff_vs_base"]) for r in with_problems], (-1.0, 1.0))
+      seed_lo = [float(r["diff_vs_base_lo"]) for r in with_problems]
+      seed_hi = [float(r["diff_vs_base_hi"]) for r in with_problems]
+      diff_verdict = verdict(diff, seed_lo, seed_hi)
+    out.append(
+      {
+        "task": task,
+        "stage": stage,
+        "method": method,
+        "k_opt": k_opt,
+        "num_seeds": len(rows),
+        "num_base_unsolved": total,
+        "solved": solved,
+        "solved_fraction": mean,
+        "solved_fraction_lo": lo,
+        "solved_fraction_hi": hi,
+        "solved_fraction_se": se,
+        "solved_seeds": " ".join(f"{r['solved']}/{r['num_base_unsolved']}" for r in rows),
+        "diff_vs_base": diff[0],
+        "diff_vs_base_lo": diff[1],
+        "diff_vs_base_hi": diff[2],
+        "diff_vs_base_verdict": diff_verdict,
+        "rl_run": rl_run,
+      }
+    )
+  return out
+
+
+# metrics.jsonl fields of the last inner epoch (rl.py) -> off_policy.csv columns.
+OFF_POLICY_FIELDS = {
+  "last_ess_frac": "ess_frac",
+  "last_max_weight": "max_weight",
+  "last_gap_first_order": "gap_first_order",
+  "last_gap_ppo_clip": "gap_ppo_clip",
+}
+
+
+def _off_policy_means(path: str) -> dict[tuple[str, str], tuple[dict[str, float], int]]:
+  """(run, method) -> (mean over RL steps of each OFF_POLICY_FIELDS field, steps)."""
+  values: dict[tuple[str, str], list[dict[str, float]]] = {}
+  with open(path) as f:
+    for line in f:
+      record = json.loads(line)
+      if record.get("stage") == "rl" and "last_ess_frac" in record:
+        fields = {c: float(record.get(f, "nan")) for f, c in OFF_POLICY_FIELDS.items()}
+        values.setdefault((record["run"], record["method"]), []).append(fields)
+  return {
+    key: (
+      {c: float(np.mean([s[c] for s in steps])) for c in OFF_POLICY_FIELDS.values()},
+      len(steps),
+    )
+    for key, steps in values.items()
+  }
+
+
+def split_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
+  """splits.csv: per run, the held-out split's sizes and ``overlap`` (split.json).
+
+  Raises:
+    StudyError: if a run's split.json reports training problems that share a key
+      with an evaluation problem (``overlap`` > 0).
+  """
+  out = []
+  for run in runs:
+    path = os.path.join(run.folder, "split.json")
+    if not os.path.exists(path):
+      continue
+    with open(path) as f:
+      split = json.load(f)
+    if int(split["overlap"]) != 0:
+      raise StudyError(f"{path}: {split['overlap']} training problems are evaluation problems.")
+    out.append(
+      {
+        "task": run.task,
+        "seed": run.seed,
+        "num_eval_problems": split["num_eval_problems"],
+        "distinct_sft_problems": split["distinct_sft_problems"],
+        "distinct_rl_problems": split["distinct_rl_problems"],
+        "distinct_training_problems": split["distinct_training_problems"],
+        "overlap": split["overlap"],
+        "key": split["key"],
+      }
+    )
+  return out
+
+
+def off_policy_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
+  """off_policy.csv: per task and RL run, the mean over RL steps of the last inner
+  epoch's ESS fraction, largest normalised weight and (max@k runs) relative distance
+  of the first-order and PPO-clip weights from the exact ones, per seed and averaged
+  over seeds. Runs without a metrics.jsonl are left out."""
+  per: dict[tuple[str, str, str], dict[int, tuple[dict[str, float], int]]] = {}
+  for run in runs:
+    path = os.path.join(run.folder, "metrics.jsonl")
+    if os.path.exists(path):
+      for (name, method), means in _off_policy_means(path).items():
+        per.setdefault((run.task, name, method), {})[run.seed] = means
+  out = []
+  for (task, name, method), by_seed in per.items():
+    seeds = sorted(by_seed)
+    row: dict[str, Any] = {
+      "task": task,
+      "rl_run": name,
+      "method": method,
+      "num_seeds": len(seeds),
+      "steps": by_seed[seeds[0]][1],
+    }
+    for column in OFF_POLICY_FIELDS.values():
+      values = [by_seed[s][0][column] for s in seeds]
+      row[column] = float(np.mean(values))
+      row[f"{column}_seeds"] = _fmt_seeds(values)
+    out.append(row)
+  return out
+
+
+# ---------------------------------------------------------------------- figures
+
+
+def write_figures(out_dir: str, tables: dict[str, list[dict[str, Any]]], tasks) -> list[str]:
+  """The figures of the module docstring; returns their paths."""
+  paths = []
+  for task in tasks:
+    mine = [r for r in tables["summary.csv"] if r["task"] == task]
+    fig = plotting.study_pass_at_k_figure(
+      [r for r in mine if r["scope"] == "all"],
+      f"{task}: held-out pass@k and max@k, mean over seeds with 95% t-interval over seeds",
+    )
+    paths.append(plot_style.save(fig, os.path.join(out_dir, f"pass_at_k_{task}.png")))
+    fig = plotting.study_bins_figure(
+      [r for r in mine if r["scope"] != "all"],
+      [r for r in tables["unsolved_summary.csv"] if r["task"] == task],
+      f"{task}: held-out problems by the base model's pass@1 (its own independent samples), "
+      "mean over seeds with 95% t-interval over seeds",
+    )
+    paths.append(plot_style.save(fig, os.path.join(out_dir, f"bins_{task}.png")))
+    fig = plotting.study_contrasts_figure(
+      tables["paired_summary.csv"],
+      CONTRASTS,
+      task,
+      CONTRAST_KS,
+      f"{task}: differences between methods (a − b), paired on the same problems per seed",
+    )
+    paths.append(plot_style.save(fig, os.path.join(out_dir, f"contrasts_{task}.png")))
+  return paths
+
+
+# ----------------------------------------------------------------------- report
+
+
+def _cell(mean: float, lo: float, hi: float) -> str:
+  if not math.isfinite(lo):
+    return f"{mean:.3f}"
+  return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _num(x: float) -> str:
+  return f"{x:.3f}" if math.isfinite(x) else "–"
+
+
+def _label(r: dict[str, Any]) -> str:
+  return (
+    "base"
+    if r["stage"] == "base"
+    else f"`{r['method']}`" + (f" k={r['k_opt']}" if r["k_opt"] not in ("", "n/a") else "")
+  )
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  lines += ["| " + " | ".join(row) + " |" for row in rows]
+  return lines
+
+
+def report_markdown(runs, summary, paired_summary, unsolved_summary, off_policy) -> str:
+  """README.md of the summary folder: what ran, and the tables."""
+  tasks = tasks_of(runs)
+  lines = [
+    "# LM study: every estimator, two tasks, three seeds",
+    "",
+    "Written by `python -m experiments.lm.study_summary` from the runs of",
+    "`python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study`",
+    "(config `experiments/lm/configs/study.py`). Each seed draws its own held-out",
+    "problems, warm start, training problems and samples. Cells: mean over seeds",
+    "[95% Student-t interval over seeds]; the per-seed intervals over problems are in",
+    "the CSV files. The module docstring of `experiments/lm/study_summary.py` defines",
+    "every column.",
+    "",
+    "A difference's verdict is `significant` when its interval over seeds excludes 0,",
+    "`every seed` when it does not but each seed's own interval over problems excludes 0",
+    "on the same side, and `within noise` otherwise. Verdicts are per comparison, with",
+    "no correction for the many comparisons made: if no method differed, about 1 in 20",
+    "would still be called significant.",
+    "",
+    "Runs (wall time on 2 CPU cores, one run at a time):",
+    "",
+  ]
+  lines += _table(
+    ("task", "seed", "methods", "problems", "minutes"),
+    (
+      (r.task, str(r.seed), str(len(r.evals)), str(len(r.keys)), f"{r.seconds / 60:.1f}")
+      for r in runs
+    ),
+  )
+  for task in tasks:
+    mine = [r for r in summary if r["task"] == task]
+    n = max(int(r["k_eval"]) for r in mine)
+    ks = [k for k in TABLE_KS if k <= n]
+    lines += ["", f"## {task}", ""]
+    for metric, name in (("pass_at_k", "pass@k"), ("max_at_k", "max@k")):
+      lines += [f"Held-out {name}, all problems:", ""]
+      rows_ = [r for r in mine if r["scope"] == "all"]
+      labels = list(dict.fromkeys(_label(r) for r in rows_))
+      cells = {(_label(r), int(r["k_eval"])): r for r in rows_}
+      lines += _table(
+        ("method", *[f"{name.replace('k', str(k))}" for k in ks]),
+        (
+          (
+            lab,
+            *[
+              _cell(*(float(cells[lab, k][c]) for c in (metric, f"{metric}_lo", f"{metric}_hi")))
+              for k in ks
+            ],
+          )
+          for lab in labels
+        ),
+      )
+      lines.append("")
+    for k in (1, n):
+      lines += [
+        f"pass@{k} by the base model's difficulty bin (problems per seed in the header):",
+        "",
+      ]
+      rows_ = [r for r in mine if r["scope"] != "all" and int(r["k_eval"]) == k]
+      scopes = [s for s in reporting.BINS if any(r["scope"] == s for r in rows_)]
+      counts = {r["scope"]: r["num_problems_seeds"].replace(" ", "+") for r in rows_}
+      labels = list(dict.fromkeys(_label(r) for r in rows_))
+      cells = {(_label(r), r["scope"]): r for r in rows_}
+      lines += _table(
+        ("method", *[f"{s} ({counts[s]})" for s in scopes]),
+        (
+          (
+            lab,
+            *[
+              _cell(
+                *(float(cells[lab, s][c]) for c in ("pass_at_k", "pass_at_k_lo", "pass_at_k_hi"))
+              )
+              if (lab, s) in cells
+              else "–"
+              for s in scopes
+            ],
+          )
+          for lab in labels
+        ),
+      )
+      lines.append("")
+    lines += [
+      "Base-unsolved problems solved (>= 1 of n correct): pooled over seeds with Wilson's",
+      "interval, and the difference to the base model's own fresh evaluation of the same",
+      "problems (paired within each seed, mean over seeds):",
+      "",
+    ]
+    lines += _table(
+      ("method", "solved (per seed)", "fraction [Wilson]", "minus base [t-interval]", "verdict"),
+      (
+        (
+          _label(r),
+          f"{r['solved']}/{r['num_base_unsolved']} ({r['solved_seeds']})",
+          _cell(r["solved_fraction"], r["solved_fraction_lo"], r["solved_fraction_hi"]),
+          ""
+          if r["stage"] == "base"
+          else _cell(*(r[c] for c in ("diff_vs_base", "diff_vs_base_lo", "diff_vs_base_hi"))),
+          r["diff_vs_base_verdict"],
+        )
+        for r in unsolved_summary
+        if r["task"] == task
+      ),
+    )
+    lines += ["", "Key differences (a − b, paired on the same problems within each seed):", ""]
+    index = {
+      (r["task"], r["a_run"], r["b_run"], r["metric"], r["k_eval"]): r for r in paired_summary
+    }
+    table_rows = []
+    for a, b, question in CONTRASTS:
+      for metric, short in (("pass_at_k", "pass"), ("max_at_k", "max")):
+        for k in (1, n):
+          r = index.get((task, a, b, metric, k))
+          if r is None:
+            continue
+          per_seed = ", ".join(f"{float(d):+.3f}" for d in r["diff_seeds"].split())
+          cell = _cell(r["diff"], r["diff_lo"], r["diff_hi"])
+          table_rows.append((question, f"{short}@{k}", cell, per_seed, r["verdict"]))
+    lines += _table(
+      ("a vs b", "metric", "mean over seeds [t-interval]", "per seed", "verdict"), table_rows
+    )
+    mine_op = [r for r in off_policy if r["task"] == task]
+    if mine_op:
+      lines += [
+        "",
+        "Off-policy diagnostics of the last inner epoch, mean over RL steps and seeds: the",
+        "effective sample size of the importance ratios over n (Kong 1992; 1 on-policy),",
+        "the largest ratio over its group's sum (1/n on-policy), and for max@k runs the",
+        "relative distance ||w − w_exact|| / ||w_exact|| of the first-order and PPO",
+        "weights (before clipping) from the exact ones on the same batch (0 at k_opt = 1,",
+        "where the three coincide):",
+        "",
+      ]
+      lines += _table(
+        (
+          "run",
+          "method",
+          "ESS / n",
+          "largest normalised weight",
+          "gap first-order",
+          "gap PPO-clip",
+        ),
+        (
+          (
+            r["rl_run"],
+            f"`{r['method']}`",
+            *(_num(r[c]) for c in ("ess_frac", "max_weight", "gap_first_order", "gap_ppo_clip")),
+          )
+          for r in mine_op
+        ),
+      )
+  return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------- main
+
+
+def summarize(study_dir: str, out_dir: str) -> dict[str, list[dict[str, Any]]]:
+  """Writes every output of the module docstring to ``out_dir``; returns the tables."""
+  runs = load_runs(study_dir)
+  tables = _per_seed_tables(runs)
+  tables["summary.csv"] = summary_rows(tables)
+  tables["paired_summary.csv"] = paired_summary_rows(tables["paired.csv"])
+  tables["unsolved_summary.csv"] = unsolved_summary_rows(tables["unsolved.csv"])
+  tables["off_policy.csv"] = off_policy_rows(runs)
+  tables["splits.csv"] = split_rows(runs)
+  os.makedirs(out_dir, exist_ok=True)
+  for name, rows in tables.items():
+    if rows:
+      outputs.write_results_csv(out_dir, rows, filename=name)
+  tasks = tasks_of(runs)
+  write_figures(out_dir, tables, tasks)
+  report = report_markdown(
+    runs,
+    tables["summary.csv"],
+    tables["paired_summary.csv"],
+    tables["unsolved_summary.csv"],
+    tables["off_policy.csv"],
+  )
+  with open(os.path.join(out_dir, "README.md"), "w") as f:
+    f.write(report)
+  return tables
+
+
+def main(argv: Sequence[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+  summarize(_STUDY_DIR.value, _OUT_DIR.value)
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,275 @@
+"""Tests of experiments.lm.study_summary on small synthetic study folders."""
+
+import csv
+import json
+import math
+import os
+import shutil
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from experiments.lm import reporting
+from experiments.lm import study_summary
+
+N = 8  # Samples per problem.
+RUNS = ("grpo", "max_at_k_k1", "max_at_k_k8")
+
+
+def _evals(rng, num_problems, shift):
+  """The base evaluation and one per RL run; run i solves a bit more than base."""
+  evals = []
+  for i, name in enumerate(("base", *RUNS)):
+    p = np.clip(rng.uniform(0, 0.6, num_problems) + shift * i, 0, 1)
+    binary = rng.uniform(size=(num_problems, N)) < p[:, None]
+    rewards = np.where(binary, 1.0, rng.uniform(0, 0.5, (num_problems, N))).astype(np.float32)
+    evals.append(
+      reporting.Evaluation(
+        run=name,
+        stage="base" if name == "base" else "rl",
+        method="base" if name == "base" else f"{name.split('_k')[0]}/exact",
+        k_opt="" if name == "base" else (name[-1] if name[-1].isdigit() else "n/a"),
+        correct_P=binary.sum(-1),
+        rewards_Pxn=rewards,
+      )
+    )
+  return evals
+
+
+def _write_run(root, task, seed, *, num_problems=12, shift=0.1):
+  folder = os.path.join(root, f"{task}_seed{seed}")
+  os.makedirs(folder)
+  rng = np.random.default_rng(1000 * seed + len(task))
+  evals = _evals(rng, num_problems, shift)
+  bin_correct = rng.integers(0, N + 1, num_problems)
+  bin_correct[0] = 0  # At least one base-unsolved problem.
+  keys = [f"{task}-{seed}-{p}" for p in range(num_problems)]
+  reporting.write_reports(
+    folder, evals, bin_correct, seed=seed, prompts=[f"q{k}" for k in keys], keys=keys
+  )
+  with open(os.path.join(folder, "config.json"), "w") as f:
+    json.dump({"task": {"name": task}, "seed": seed}, f)
+  split = {
+    "task": task,
+    "key": "synthetic",
+    "num_eval_problems": num_problems,
+    "distinct_sft_problems": 50,
+    "distinct_rl_problems": 20,
+    "distinct_training_problems": 60,
+    "overlap": 0,
+  }
+  with open(os.path.join(folder, "split.json"), "w") as f:
+    json.dump(split, f)
+  with open(os.path.join(folder, "launch_status.json"), "w") as f:
+    json.dump({"status": "ok", "seconds": 60.0 * (seed + 1)}, f)
+  with open(os.path.join(folder, "metrics.jsonl"), "w") as f:
+    for step, ess in enumerate((0.9, 0.7)):
+      for name in RUNS:
+        record = {"stage": "rl", "run": name, "method": f"{name}/m", "step": step + 1}
+        f.write(json.dumps({**record, "last_ess_frac": ess, "last_max_weight": 0.2 + seed}) + "\n")
+  return folder
+
+
+@pytest.fixture(name="study")
+def _study(tmp_path):
+  root = str(tmp_path / "study")
+  for task in ("alpha", "beta"):
+    for seed in (0, 1, 2):
+      _write_run(root, task, seed)
+  return root
+
+
+def _read(path):
+  with open(path, newline="") as f:
+    return list(csv.DictReader(f))
+
+
+def _t_interval(values):
+  values = np.asarray(values, np.float64)
+  half = stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
+  return values.mean(), values.mean() - half, values.mean() + half
+
+
+def test_summary_is_the_mean_over_seeds_with_a_t_interval(study, tmp_path):
+  out = str(tmp_path / "out")
+  study_summary.summarize(study, out)
+  results = _read(os.path.join(out, "results.csv"))
+  summary = _read(os.path.join(out, "summary.csv"))
+  assert {r["task"] for r in results} == {"alpha", "beta"}
+  assert len(results) == 2 * 3 * (1 + len(RUNS)) * N
+  checked = 0
+  for row in summary:
+    if row["scope"] != "all":
+      continue
+    per_seed = [
+      float(r["pass_at_k"])
+      for r in results
+      if (r["task"], r["rl_run"], r["k_eval"]) == (row["task"], row["rl_run"], row["k_eval"])
+    ]
+    assert len(per_seed) == 3 and row["seeds"] == "0 1 2"
+    mean, lo, hi = _t_interval(per_seed)
+    assert float(row["pass_at_k"]) == pytest.approx(mean, abs=1e-6)
+    assert float(row["pass_at_k_lo"]) == pytest.approx(max(0.0, lo), abs=1e-6)
+    assert float(row["pass_at_k_hi"]) == pytest.approx(min(1.0, hi), abs=1e-6)
+    checked += 1
+  assert checked == 2 * (1 + len(RUNS)) * N
+  # Per-bin rows exist for the bins that have problems, with per-seed counts.
+  unsolved = [r for r in summary if r["scope"] == "unsolved" and r["k_eval"] == "1"]
+  assert unsolved and all(
+    len(r["num_problems_seeds"].split()) == int(r["num_seeds"]) for r in unsolved
+  )
+
+
+def test_paired_summary_and_verdicts(study, tmp_path):
+  out = str(tmp_path / "out")
+  study_summary.summarize(study, out)
+  paired = _read(os.path.join(out, "paired.csv"))
+  rows = _read(os.path.join(out, "paired_summary.csv"))
+  for row in rows:
+    mine = [
+      r
+      for r in paired
+      if (r["task"], r["a_run"], r["b_run"], r["metric"], r["k_eval"])
+      == (row["task"], row["a_run"], row["b_run"], row["metric"], row["k_eval"])
+    ]
+    diffs = [float(r["diff"]) for r in sorted(mine, key=lambda r: int(r["seed"]))]
+    mean, lo, hi = _t_interval(diffs)
+    assert float(row["diff"]) == pytest.approx(mean, abs=1e-6)
+    assert float(row["diff_lo"]) == pytest.approx(max(-1.0, lo), abs=1e-6)
+    if max(-1.0, lo) > 0 or min(1.0, hi) < 0:
+      assert row["verdict"] == "significant"
+    elif all(float(r["diff_lo"]) > 0 for r in mine) or all(float(r["diff_hi"]) < 0 for r in mine):
+      assert row["verdict"] == "every seed"
+    else:
+      assert row["verdict"] == "within noise"
+  # The runs were built to beat base by a lot at pass@1: some verdict says so.
+  assert any(
+    r["verdict"] == "significant" and r["b_run"] == "base" and r["k_eval"] == "1" for r in rows
+  )
+
+
+@pytest.mark.parametrize(
+  "summary, seed_lo, seed_hi, expected",
+  [
+    ((0.1, 0.02, 0.18), [0.01, -0.1, 0.03], [0.2, 0.3, 0.2], "significant"),
+    ((-0.1, -0.18, -0.02), [-0.3], [0.1], "significant"),
+    ((0.1, -0.05, 0.25), [0.01, 0.02, 0.03], [0.2, 0.3, 0.2], "every seed"),
+    ((-0.1, -0.25, 0.05), [-0.3, -0.2], [-0.01, -0.02], "every seed"),
+    ((0.1, -0.05, 0.25), [0.01, -0.02, 0.03], [0.2, 0.3, 0.2], "within noise"),
+    ((0.0, float("nan"), float("nan")), [0.01], [0.2], "every seed"),
+    ((0.0, float("nan"), float("nan")), [-0.01], [0.2], "within noise"),
+  ],
+)
+def test_verdict(summary, seed_lo, seed_hi, expected):
+  assert study_summary.verdict(summary, seed_lo, seed_hi) == expected
+
+
+def test_one_seed_has_no_across_seeds_interval():
+  mean, lo, hi = study_summary.across_seeds([0.3], (0.0, 1.0))
+  assert mean == 0.3 and math.isnan(lo) and math.isnan(hi)
+  mean, lo, hi = study_summary.across_seeds([0.3, float("nan"), 0.5], (0.0, 1.0))
+  assert math.isnan(mean) and math.isnan(lo) and math.isnan(hi)
+
+
+def test_unsolved_pooled_over_seeds_and_off_policy(study, tmp_path):
+  out = str(tmp_path / "out")
+  study_summary.summarize(study, out)
+  per_seed = _read(os.path.join(out, "unsolved.csv"))
+  pooled = _read(os.path.join(out, "unsolved_summary.csv"))
+  for row in pooled:
+    mine = [r for r in per_seed if (r["task"], r["rl_run"]) == (row["task"], row["rl_run"])]
+    assert int(row["solved"]) == sum(int(r["solved"]) for r in mine)
+    assert int(row["num_base_unsolved"]) == sum(int(r["num_base_unsolved"]) for r in mine)
+    p, _, lo, hi = reporting.wilson_interval(int(row["solved"]), int(row["num_base_unsolved"]))
+    assert float(row["solved_fraction_lo"]) == pytest.approx(lo)
+    assert float(row["solved_fraction"]) == pytest.approx(p)
+  off = _read(os.path.join(out, "off_policy.csv"))
+  assert len(off) == 2 * len(RUNS)
+  for row in off:
+    assert float(row["ess_frac"]) == pytest.approx(0.8)  # Mean of 0.9 and 0.7.
+    assert float(row["max_weight"]) == pytest.approx(1.2)  # Mean of 0.2, 1.2, 2.2.
+    assert row["steps"] == "2"
+
+
+def test_outputs_figures_and_report(study, tmp_path):
+  out = str(tmp_path / "out")
+  study_summary.summarize(study, out)
+  for name in (
+    *reporting.FILES,
+    "summary.csv",
+    "paired_summary.csv",
+    "unsolved_summary.csv",
+    "off_policy.csv",
+    "splits.csv",
+    "pass_at_k_alpha.png",
+    "bins_beta.png",
+    "contrasts_alpha.png",
+    "README.md",
+  ):
+    assert os.path.getsize(os.path.join(out, name)) > 0, name
+  prompts = _read(os.path.join(out, "prompts.csv"))
+  assert len(prompts) == 2 * 3 * (1 + len(RUNS)) * 12
+  with open(os.path.join(out, "README.md")) as f:
+    report = f.read()
+  assert "## alpha" in report and "## beta" in report
+  assert "k_opt = 8 vs k_opt = 1" in report  # A contrast whose runs exist.
+  assert "RLOO vs GRPO" not in report  # No rloo run: no row for it.
+
+
+def test_a_results_file_that_disagrees_with_its_prompts_stops(study, tmp_path):
+  path = os.path.join(study, "alpha_seed1", "results.csv")
+  rows = _read(path)
+  rows[5]["pass_at_k"] = str(float(rows[5]["pass_at_k"]) + 0.01)
+  with open(path, "w", newline="") as f:
+    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+  with pytest.raises(study_summary.StudyError, match="alpha_seed1.*disagrees"):
+    study_summary.summarize(study, str(tmp_path / "out"))
+
+
+def test_unfinished_and_duplicate_runs_stop(tmp_path):
+  root = str(tmp_path / "study")
+  _write_run(root, "alpha", 0)
+  os.makedirs(os.path.join(root, "alpha_seed1"))
+  with open(os.path.join(root, "alpha_seed1", "config.json"), "w") as f:
+    json.dump({"task": {"name": "alpha"}, "seed": 1}, f)
+  with pytest.raises(study_summary.StudyError, match="Unfinished.*alpha_seed1"):
+    study_summary.load_runs(root)
+  os.remove(os.path.join(root, "alpha_seed1", "config.json"))
+  os.rmdir(os.path.join(root, "alpha_seed1"))
+  shutil.copytree(os.path.join(root, "alpha_seed0"), os.path.join(root, "zz_copy"))
+  with pytest.raises(study_summary.StudyError, match="Two runs of task alpha, seed 0"):
+    study_summary.load_runs(root)
+
+
+def test_missing_or_empty_study_dir_stops(tmp_path):
+  with pytest.raises(study_summary.StudyError, match="not a folder"):
+    study_summary.load_runs(str(tmp_path / "nope"))
+  with pytest.raises(study_summary.StudyError, match="No run folders"):
+    study_summary.load_runs(str(tmp_path))
+
+
+def test_a_split_with_overlap_stops(study, tmp_path):
+  path = os.path.join(study, "beta_seed2", "split.json")
+  with open(path) as f:
+    split = json.load(f)
+  with open(path, "w") as f:
+    json.dump({**split, "overlap": 3}, f)
+  with pytest.raises(study_summary.StudyError, match="beta_seed2.*3 training problems"):
+    study_summary.summarize(study, str(tmp_path / "out"))
+
+
+def test_unsolved_difference_to_base_across_seeds(study, tmp_path):
+  out = str(tmp_path / "out")
+  study_summary.summarize(study, out)
+  per_seed = _read(os.path.join(out, "unsolved.csv"))
+  for row in _read(os.path.join(out, "unsolved_summary.csv")):
+    if row["stage"] == "base":
+      assert row["diff_vs_base"] == "nan" and row["diff_vs_base_verdict"] == ""
+      continue
+    mine = [r for r in per_seed if (r["task"], r["rl_run"]) == (row["task"], row["rl_run"])]
+    diffs = [float(r["diff_vs_base"]) for r in sorted(mine, key=lambda r: int(r["seed"]))]
+    assert float(row["diff_vs_base"]) == pytest.approx(np.mean(diffs), abs=1e-6)
+    assert row["diff_vs_base_verdict"] in ("significant", "every seed", "within noise")
