@@ -71,13 +71,26 @@ def _write_run(root, task, seed, *, num_problems=12, shift=0.1):
   return folder
 
 
-@pytest.fixture(name="study")
-def _study(tmp_path):
-  root = str(tmp_path / "study")
+def _make_study(root):
   for task in ("alpha", "beta"):
     for seed in (0, 1, 2):
       _write_run(root, task, seed)
   return root
+
+
+@pytest.fixture(name="study")
+def _study(tmp_path):
+  """A study folder of its own, for the tests that damage it."""
+  return _make_study(str(tmp_path / "study"))
+
+
+@pytest.fixture(name="out", scope="module")
+def _out(tmp_path_factory):
+  """The summary of one undamaged study, shared by the tests that only read it."""
+  root = tmp_path_factory.mktemp("summary")
+  out = str(root / "out")
+  study_summary.summarize(_make_study(str(root / "study")), out)
+  return out
 
 
 def _read(path):
@@ -91,9 +104,7 @@ def _t_interval(values):
   return values.mean(), values.mean() - half, values.mean() + half
 
 
-def test_summary_is_the_mean_over_seeds_with_a_t_interval(study, tmp_path):
-  out = str(tmp_path / "out")
-  study_summary.summarize(study, out)
+def test_summary_is_the_mean_over_seeds_with_a_t_interval(out):
   results = _read(os.path.join(out, "results.csv"))
   summary = _read(os.path.join(out, "summary.csv"))
   assert {r["task"] for r in results} == {"alpha", "beta"}
@@ -121,9 +132,7 @@ def test_summary_is_the_mean_over_seeds_with_a_t_interval(study, tmp_path):
   )
 
 
-def test_paired_summary_and_verdicts(study, tmp_path):
-  out = str(tmp_path / "out")
-  study_summary.summarize(study, out)
+def test_paired_summary_and_verdicts(out):
   paired = _read(os.path.join(out, "paired.csv"))
   rows = _read(os.path.join(out, "paired_summary.csv"))
   for row in rows:
@@ -172,9 +181,7 @@ def test_one_seed_has_no_across_seeds_interval():
   assert math.isnan(mean) and math.isnan(lo) and math.isnan(hi)
 
 
-def test_unsolved_pooled_over_seeds_and_off_policy(study, tmp_path):
-  out = str(tmp_path / "out")
-  study_summary.summarize(study, out)
+def test_unsolved_pooled_over_seeds_and_off_policy(out):
   per_seed = _read(os.path.join(out, "unsolved.csv"))
   pooled = _read(os.path.join(out, "unsolved_summary.csv"))
   for row in pooled:
@@ -192,9 +199,7 @@ def test_unsolved_pooled_over_seeds_and_off_policy(study, tmp_path):
     assert row["steps"] == "2"
 
 
-def test_outputs_figures_and_report(study, tmp_path):
-  out = str(tmp_path / "out")
-  study_summary.summarize(study, out)
+def test_outputs_figures_and_report(out):
   for name in (
     *reporting.FILES,
     "summary.csv",
@@ -261,9 +266,7 @@ def test_a_split_with_overlap_stops(study, tmp_path):
     study_summary.summarize(study, str(tmp_path / "out"))
 
 
-def test_unsolved_difference_to_base_across_seeds(study, tmp_path):
-  out = str(tmp_path / "out")
-  study_summary.summarize(study, out)
+def test_unsolved_difference_to_base_across_seeds(out):
   per_seed = _read(os.path.join(out, "unsolved.csv"))
   for row in _read(os.path.join(out, "unsolved_summary.csv")):
     if row["stage"] == "base":
