@@ -560,9 +560,15 @@ def write_figures(out_dir: str, tables: dict[str, list[dict[str, Any]]], tasks) 
 
 
 def _cell(mean: float, lo: float, hi: float) -> str:
+  """``mean [lo, hi]``, or the mean alone where there is no interval."""
+  mean, lo, hi = float(mean), float(lo), float(hi)
   if not math.isfinite(lo):
     return f"{mean:.3f}"
   return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _estimate(row: dict[str, Any], metric: str) -> str:
+  return _cell(row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"])
 
 
 def _num(x: float) -> str:
@@ -570,42 +576,133 @@ def _num(x: float) -> str:
 
 
 def _label(r: dict[str, Any]) -> str:
-  return (
-    "base"
-    if r["stage"] == "base"
-    else f"`{r['method']}`" + (f" k={r['k_opt']}" if r["k_opt"] not in ("", "n/a") else "")
-  )
+  if r["stage"] == "base":
+    return "base"
+  k_opt = "" if r["k_opt"] in ("", "n/a") else f" k={r['k_opt']}"
+  return f"`{r['method']}`{k_opt}"
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
   lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
   lines += ["| " + " | ".join(row) + " |" for row in rows]
+  return lines + [""]
+
+
+_REPORT_HEADER = """\
+# LM study: every estimator, two tasks, three seeds
+
+Written by `python -m experiments.lm.study_summary` from the runs of
+`python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study`
+(config `experiments/lm/configs/study.py`). Each seed draws its own held-out
+problems, warm start, training problems and samples. Cells: mean over seeds
+[95% Student-t interval over seeds]; the per-seed intervals over problems are in
+the CSV files. The module docstring of `experiments/lm/study_summary.py` defines
+every column.
+
+A difference's verdict is `significant` when its interval over seeds excludes 0,
+`every seed` when it does not but each seed's own interval over problems excludes 0
+on the same side, and `within noise` otherwise. Verdicts are per comparison, with
+no correction for the many comparisons made: if no method differed, about 1 in 20
+would still be called significant.
+
+Runs (wall time on 2 CPU cores, one run at a time):
+"""
+
+_OFF_POLICY_NOTE = """\
+Off-policy diagnostics of the last inner epoch, mean over RL steps and seeds: the
+effective sample size of the importance ratios over n (Kong 1992; 1 on-policy),
+the largest ratio over its group's sum (1/n on-policy), and for max@k runs the
+relative distance ||w − w_exact|| / ||w_exact|| of the first-order and PPO
+weights (before clipping) from the exact ones on the same batch (0 at k_opt = 1,
+where the three coincide):
+"""
+
+
+def _overall_tables(summary: Sequence[dict[str, Any]], n: int) -> list[str]:
+  """pass@k and max@k over all problems at :data:`TABLE_KS`, a row per run."""
+  rows = [r for r in summary if r["scope"] == "all"]
+  cells = {(_label(r), int(r["k_eval"])): r for r in rows}
+  labels = list(dict.fromkeys(_label(r) for r in rows))
+  ks = [k for k in TABLE_KS if k <= n]
+  lines = []
+  for metric, short in (("pass_at_k", "pass"), ("max_at_k", "max")):
+    lines += [f"Held-out {short}@k, all problems:", ""]
+    lines += _table(
+      ("method", *[f"{short}@{k}" for k in ks]),
+      ((lab, *[_estimate(cells[lab, k], metric) for k in ks]) for lab in labels),
+    )
   return lines
 
 
-def report_markdown(runs, summary, paired_summary, unsolved_summary, off_policy) -> str:
-  """README.md of the summary folder: what ran, and the tables."""
-  tasks = tasks_of(runs)
+def _bin_table(summary: Sequence[dict[str, Any]], k: int) -> list[str]:
+  """pass@k per base-difficulty bin, a row per run."""
+  rows = [r for r in summary if r["scope"] != "all" and int(r["k_eval"]) == k]
+  scopes = [s for s in reporting.BINS if any(r["scope"] == s for r in rows)]
+  counts = {r["scope"]: r["num_problems_seeds"].replace(" ", "+") for r in rows}
+  cells = {(_label(r), r["scope"]): r for r in rows}
+  labels = list(dict.fromkeys(_label(r) for r in rows))
+  lines = [f"pass@{k} by the base model's difficulty bin (problems per seed in the header):", ""]
+  return lines + _table(
+    ("method", *[f"{s} ({counts[s]})" for s in scopes]),
+    (
+      (lab, *[_estimate(cells[lab, s], "pass_at_k") if (lab, s) in cells else "–" for s in scopes])
+      for lab in labels
+    ),
+  )
+
+
+def _unsolved_table(unsolved_summary: Sequence[dict[str, Any]]) -> list[str]:
   lines = [
-    "# LM study: every estimator, two tasks, three seeds",
-    "",
-    "Written by `python -m experiments.lm.study_summary` from the runs of",
-    "`python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study`",
-    "(config `experiments/lm/configs/study.py`). Each seed draws its own held-out",
-    "problems, warm start, training problems and samples. Cells: mean over seeds",
-    "[95% Student-t interval over seeds]; the per-seed intervals over problems are in",
-    "the CSV files. The module docstring of `experiments/lm/study_summary.py` defines",
-    "every column.",
-    "",
-    "A difference's verdict is `significant` when its interval over seeds excludes 0,",
-    "`every seed` when it does not but each seed's own interval over problems excludes 0",
-    "on the same side, and `within noise` otherwise. Verdicts are per comparison, with",
-    "no correction for the many comparisons made: if no method differed, about 1 in 20",
-    "would still be called significant.",
-    "",
-    "Runs (wall time on 2 CPU cores, one run at a time):",
+    "Base-unsolved problems solved (>= 1 of n correct): pooled over seeds with Wilson's",
+    "interval, and the difference to the base model's own fresh evaluation of the same",
+    "problems (paired within each seed, mean over seeds):",
     "",
   ]
+  return lines + _table(
+    ("method", "solved (per seed)", "fraction [Wilson]", "minus base [t-interval]", "verdict"),
+    (
+      (
+        _label(r),
+        f"{r['solved']}/{r['num_base_unsolved']} ({r['solved_seeds']})",
+        _estimate(r, "solved_fraction"),
+        "" if r["stage"] == "base" else _estimate(r, "diff_vs_base"),
+        r["diff_vs_base_verdict"],
+      )
+      for r in unsolved_summary
+    ),
+  )
+
+
+def _contrast_table(paired_summary: Sequence[dict[str, Any]], n: int) -> list[str]:
+  """:data:`CONTRASTS` in pass@k and max@k at k = 1 and n."""
+  index = {(r["a_run"], r["b_run"], r["metric"], int(r["k_eval"])): r for r in paired_summary}
+  rows = []
+  for a, b, question in CONTRASTS:
+    for metric, short in (("pass_at_k", "pass"), ("max_at_k", "max")):
+      for k in (1, n):
+        r = index.get((a, b, metric, k))
+        if r is not None:
+          per_seed = ", ".join(f"{float(d):+.3f}" for d in r["diff_seeds"].split())
+          rows.append((question, f"{short}@{k}", _estimate(r, "diff"), per_seed, r["verdict"]))
+  lines = ["Key differences (a − b, paired on the same problems within each seed):", ""]
+  return lines + _table(
+    ("a vs b", "metric", "mean over seeds [t-interval]", "per seed", "verdict"), rows
+  )
+
+
+def _off_policy_table(off_policy: Sequence[dict[str, Any]]) -> list[str]:
+  if not off_policy:
+    return []
+  columns = ("ess_frac", "max_weight", "gap_first_order", "gap_ppo_clip")
+  return [_OFF_POLICY_NOTE] + _table(
+    ("run", "method", "ESS / n", "largest normalised weight", "gap first-order", "gap PPO-clip"),
+    ((r["rl_run"], f"`{r['method']}`", *(_num(r[c]) for c in columns)) for r in off_policy),
+  )
+
+
+def report_markdown(runs, summary, paired_summary, unsolved_summary, off_policy) -> str:
+  """README.md of the summary folder: what ran, and per task the tables of its rows."""
+  lines = [_REPORT_HEADER]
   lines += _table(
     ("task", "seed", "methods", "problems", "minutes"),
     (
@@ -613,128 +710,16 @@ def report_markdown(runs, summary, paired_summary, unsolved_summary, off_policy)
       for r in runs
     ),
   )
-  for task in tasks:
+  for task in tasks_of(runs):
     mine = [r for r in summary if r["task"] == task]
     n = max(int(r["k_eval"]) for r in mine)
-    ks = [k for k in TABLE_KS if k <= n]
-    lines += ["", f"## {task}", ""]
-    for metric, name in (("pass_at_k", "pass@k"), ("max_at_k", "max@k")):
-      lines += [f"Held-out {name}, all problems:", ""]
-      rows_ = [r for r in mine if r["scope"] == "all"]
-      labels = list(dict.fromkeys(_label(r) for r in rows_))
-      cells = {(_label(r), int(r["k_eval"])): r for r in rows_}
-      lines += _table(
-        ("method", *[f"{name.replace('k', str(k))}" for k in ks]),
-        (
-          (
-            lab,
-            *[
-              _cell(*(float(cells[lab, k][c]) for c in (metric, f"{metric}_lo", f"{metric}_hi")))
-              for k in ks
-            ],
-          )
-          for lab in labels
-        ),
-      )
-      lines.append("")
-    for k in (1, n):
-      lines += [
-        f"pass@{k} by the base model's difficulty bin (problems per seed in the header):",
-        "",
-      ]
-      rows_ = [r for r in mine if r["scope"] != "all" and int(r["k_eval"]) == k]
-      scopes = [s for s in reporting.BINS if any(r["scope"] == s for r in rows_)]
-      counts = {r["scope"]: r["num_problems_seeds"].replace(" ", "+") for r in rows_}
-      labels = list(dict.fromkeys(_label(r) for r in rows_))
-      cells = {(_label(r), r["scope"]): r for r in rows_}
-      lines += _table(
-        ("method", *[f"{s} ({counts[s]})" for s in scopes]),
-        (
-          (
-            lab,
-            *[
-              _cell(
-                *(float(cells[lab, s][c]) for c in ("pass_at_k", "pass_at_k_lo", "pass_at_k_hi"))
-              )
-              if (lab, s) in cells
-              else "–"
-              for s in scopes
-            ],
-          )
-          for lab in labels
-        ),
-      )
-      lines.append("")
-    lines += [
-      "Base-unsolved problems solved (>= 1 of n correct): pooled over seeds with Wilson's",
-      "interval, and the difference to the base model's own fresh evaluation of the same",
-      "problems (paired within each seed, mean over seeds):",
-      "",
-    ]
-    lines += _table(
-      ("method", "solved (per seed)", "fraction [Wilson]", "minus base [t-interval]", "verdict"),
-      (
-        (
-          _label(r),
-          f"{r['solved']}/{r['num_base_unsolved']} ({r['solved_seeds']})",
-          _cell(r["solved_fraction"], r["solved_fraction_lo"], r["solved_fraction_hi"]),
-          ""
-          if r["stage"] == "base"
-          else _cell(*(r[c] for c in ("diff_vs_base", "diff_vs_base_lo", "diff_vs_base_hi"))),
-          r["diff_vs_base_verdict"],
-        )
-        for r in unsolved_summary
-        if r["task"] == task
-      ),
-    )
-    lines += ["", "Key differences (a − b, paired on the same problems within each seed):", ""]
-    index = {
-      (r["task"], r["a_run"], r["b_run"], r["metric"], r["k_eval"]): r for r in paired_summary
-    }
-    table_rows = []
-    for a, b, question in CONTRASTS:
-      for metric, short in (("pass_at_k", "pass"), ("max_at_k", "max")):
-        for k in (1, n):
-          r = index.get((task, a, b, metric, k))
-          if r is None:
-            continue
-          per_seed = ", ".join(f"{float(d):+.3f}" for d in r["diff_seeds"].split())
-          cell = _cell(r["diff"], r["diff_lo"], r["diff_hi"])
-          table_rows.append((question, f"{short}@{k}", cell, per_seed, r["verdict"]))
-    lines += _table(
-      ("a vs b", "metric", "mean over seeds [t-interval]", "per seed", "verdict"), table_rows
-    )
-    mine_op = [r for r in off_policy if r["task"] == task]
-    if mine_op:
-      lines += [
-        "",
-        "Off-policy diagnostics of the last inner epoch, mean over RL steps and seeds: the",
-        "effective sample size of the importance ratios over n (Kong 1992; 1 on-policy),",
-        "the largest ratio over its group's sum (1/n on-policy), and for max@k runs the",
-        "relative distance ||w − w_exact|| / ||w_exact|| of the first-order and PPO",
-        "weights (before clipping) from the exact ones on the same batch (0 at k_opt = 1,",
-        "where the three coincide):",
-        "",
-      ]
-      lines += _table(
-        (
-          "run",
-          "method",
-          "ESS / n",
-          "largest normalised weight",
-          "gap first-order",
-          "gap PPO-clip",
-        ),
-        (
-          (
-            r["rl_run"],
-            f"`{r['method']}`",
-            *(_num(r[c]) for c in ("ess_frac", "max_weight", "gap_first_order", "gap_ppo_clip")),
-          )
-          for r in mine_op
-        ),
-      )
-  return "\n".join(lines) + "\n"
+    lines += [f"## {task}", ""]
+    lines += _overall_tables(mine, n)
+    lines += _bin_table(mine, 1) + _bin_table(mine, n)
+    lines += _unsolved_table([r for r in unsolved_summary if r["task"] == task])
+    lines += _contrast_table([r for r in paired_summary if r["task"] == task], n)
+    lines += _off_policy_table([r for r in off_policy if r["task"] == task])
+  return "\n".join(lines).rstrip("\n") + "\n"
 
 
 # ------------------------------------------------------------------------- main
