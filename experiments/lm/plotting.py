@@ -188,12 +188,22 @@ STUDY_PANELS = (
 )
 
 
+# Labels of runs shown outside their panel's context (the bins figure, one legend).
+_STANDALONE_LABELS = {
+  "max_at_k_k4": "max@k, k_opt=4 (exact)",
+  "max_at_k_k8-60-1": "max@k, annealed 8 -> 1",
+  "max_at_k_k4_first_order": "max@k, k_opt=4, first-order",
+  "max_at_k_k4_ppo_clip": "max@k, k_opt=4, PPO-clip",
+}
+
+
 def _study_label_color(run: str) -> tuple[str, str]:
-  """The first label and colour a run gets in :data:`STUDY_PANELS` (else its name)."""
+  """A run's standalone label and the colour of its first panel in :data:`STUDY_PANELS`
+  (an unknown run: its name and :func:`plot_style.color`)."""
   for _, runs in STUDY_PANELS:
     for name, lab, color, _ in runs:
       if name == run:
-        return lab if name != "max_at_k_k4" else "max@k, k_opt=4 (exact)", color
+        return _STANDALONE_LABELS.get(run, lab), color
   return run, plot_style.color(run)
 
 
