@@ -433,6 +433,25 @@ def paired_rows(
   return rows
 
 
+def report_tables(
+  evals: Sequence[Evaluation],
+  bin_correct: np.ndarray,
+  *,
+  seed: int,
+  prompts: Sequence[str],
+  keys: Sequence[str],
+) -> dict[str, list[dict[str, Any]]]:
+  """The rows of the five CSV files of the module docstring, by file name."""
+  estimates = {ev.run: per_prompt_estimates(ev) for ev in evals}
+  return {
+    "results.csv": result_rows(evals, seed, estimates),
+    "prompts.csv": prompt_rows(evals, seed, prompts, keys, bin_correct),
+    "bins.csv": bin_rows(evals, seed, bin_correct, estimates),
+    "unsolved.csv": unsolved_rows(evals, seed, bin_correct),
+    "paired.csv": paired_rows(evals, seed, estimates),
+  }
+
+
 def write_reports(
   workdir: str,
   evals: Sequence[Evaluation],
@@ -443,14 +462,7 @@ def write_reports(
   keys: Sequence[str],
 ) -> dict[str, list[dict[str, Any]]]:
   """Writes the five CSV files of the module docstring; returns their rows by file name."""
-  estimates = {ev.run: per_prompt_estimates(ev) for ev in evals}
-  tables = {
-    "results.csv": result_rows(evals, seed, estimates),
-    "prompts.csv": prompt_rows(evals, seed, prompts, keys, bin_correct),
-    "bins.csv": bin_rows(evals, seed, bin_correct, estimates),
-    "unsolved.csv": unsolved_rows(evals, seed, bin_correct),
-    "paired.csv": paired_rows(evals, seed, estimates),
-  }
+  tables = report_tables(evals, bin_correct, seed=seed, prompts=prompts, keys=keys)
   for name, rows in tables.items():
     outputs.write_results_csv(workdir, rows, filename=name)
   return tables

@@ -282,18 +282,12 @@ def _per_seed_tables(runs: Sequence[Run]) -> dict[str, list[dict[str, Any]]]:
   """The five report tables of every run, recomputed, with a ``task`` column."""
   tables: dict[str, list[dict[str, Any]]] = {name: [] for name in reporting.FILES}
   for run in runs:
-    estimates = {ev.run: reporting.per_prompt_estimates(ev) for ev in run.evals}
-    results = reporting.result_rows(run.evals, run.seed, estimates)
-    check_results(_read_csv(os.path.join(run.folder, "results.csv")), results, run.folder)
-    mine = {
-      "results.csv": results,
-      "prompts.csv": reporting.prompt_rows(
-        run.evals, run.seed, run.prompts, run.keys, run.bin_correct
-      ),
-      "bins.csv": reporting.bin_rows(run.evals, run.seed, run.bin_correct, estimates),
-      "unsolved.csv": reporting.unsolved_rows(run.evals, run.seed, run.bin_correct),
-      "paired.csv": reporting.paired_rows(run.evals, run.seed, estimates),
-    }
+    mine = reporting.report_tables(
+      run.evals, run.bin_correct, seed=run.seed, prompts=run.prompts, keys=run.keys
+    )
+    check_results(
+      _read_csv(os.path.join(run.folder, "results.csv")), mine["results.csv"], run.folder
+    )
     for name, rows in mine.items():
       tables[name].extend({**row, "task": run.task} for row in rows)
   return tables
