@@ -83,6 +83,23 @@ def _draw(ax, rows, metric, styles) -> None:
   ax.set_xlabel("k (evaluation)")
 
 
+def _solved_bars(ax, unsolved, colors, tick_labels, *, text_max: float) -> None:
+  """Horizontal bars of the fraction of base-unsolved problems each row solves, with
+  its interval and the count right of it (at most ``text_max`` along x), top down."""
+  mean = np.array([float(r["solved_fraction"]) for r in unsolved])
+  lo = np.array([float(r["solved_fraction_lo"]) for r in unsolved])
+  hi = np.array([float(r["solved_fraction_hi"]) for r in unsolved])
+  y = np.arange(len(unsolved))
+  err = np.nan_to_num(np.stack([mean - lo, hi - mean]), nan=0.0)
+  ax.barh(y, np.nan_to_num(mean), xerr=err, color=list(colors), error_kw={"ecolor": "0.45"})
+  for i, r in enumerate(unsolved):  # The count, right of the bar and its interval.
+    right = np.nanmax([mean[i], hi[i], 0.0])
+    ax.text(min(right + 0.02, text_max), i, f"{r['solved']}/{r['num_base_unsolved']}", va="center")
+  ax.set_yticks(y, list(tick_labels))
+  ax.invert_yaxis()
+  ax.set_xlim(0, 1)
+
+
 def plot_pass_at_k(rows: Sequence[dict[str, Any]], path: str) -> str:
   """Saves :func:`pass_at_k_figure` to ``path``; returns ``path``."""
   return plot_style.save(pass_at_k_figure(rows), path)
@@ -124,20 +141,8 @@ def bins_figure(rows: Sequence[dict[str, Any]], unsolved: Sequence[dict[str, Any
     axes[0, j].set_ylabel("pass@k")
     axes[1, j].set_ylabel("max@k")
   ax = axes[0, -1]
-  labels = [label(r) for r in unsolved]
-  mean = np.array([float(r["solved_fraction"]) for r in unsolved])
-  lo = np.array([float(r["solved_fraction_lo"]) for r in unsolved])
-  hi = np.array([float(r["solved_fraction_hi"]) for r in unsolved])
-  y = np.arange(len(labels))
-  err = np.nan_to_num(np.stack([mean - lo, hi - mean]), nan=0.0)
-  colors = [styles[lab]["color"] for lab in labels]
-  ax.barh(y, np.nan_to_num(mean), xerr=err, color=colors, error_kw={"ecolor": "0.45"})
-  for i, r in enumerate(unsolved):  # The count, right of the bar and its interval.
-    right = np.nanmax([mean[i], hi[i], 0.0])
-    ax.text(min(right + 0.02, 0.9), i, f"{r['solved']}/{r['num_base_unsolved']}", va="center")
-  ax.set_yticks(y, [""] * len(labels))
-  ax.invert_yaxis()
-  ax.set_xlim(0, 1)
+  colors = [styles[label(r)]["color"] for r in unsolved]
+  _solved_bars(ax, unsolved, colors, [""] * len(unsolved), text_max=0.9)
   total = int(unsolved[0]["num_base_unsolved"]) if unsolved else 0
   ax.set_title(f"base-unsolved problems solved\n(of {total}; >= 1 of n correct)")
   ax = axes[1, -1]
@@ -282,26 +287,9 @@ def study_bins_figure(
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel(f"pass@{k}")
     ax.set_title(f"pass@{k} by base bin (problems per seed)")
-  ax = axes[0, 2]
-  labels = [_study_label_color(r["rl_run"])[0] for r in unsolved]
-  mean = np.array([float(r["solved_fraction"]) for r in unsolved])
-  lo = np.array([float(r["solved_fraction_lo"]) for r in unsolved])
-  hi = np.array([float(r["solved_fraction_hi"]) for r in unsolved])
-  y = np.arange(len(labels))
-  err = np.nan_to_num(np.stack([mean - lo, hi - mean]), nan=0.0)
-  colors = [_study_label_color(r["rl_run"])[1] for r in unsolved]
-  ax.barh(y, np.nan_to_num(mean), xerr=err, color=colors, error_kw={"ecolor": "0.45"})
-  for i, r in enumerate(unsolved):
-    ax.text(
-      min(np.nanmax([hi[i], mean[i], 0.0]) + 0.02, 0.85),
-      i,
-      f"{r['solved']}/{r['num_base_unsolved']}",
-      va="center",
-    )
-  ax.set_yticks(y, labels)
-  ax.invert_yaxis()
-  ax.set_xlim(0, 1)
-  ax.set_title(f"base-unsolved problems solved\n(>= 1 of {n} correct; pooled, Wilson)")
+  labels, colors = zip(*(_study_label_color(r["rl_run"]) for r in unsolved))
+  _solved_bars(axes[0, 2], unsolved, colors, labels, text_max=0.85)
+  axes[0, 2].set_title(f"base-unsolved problems solved\n(>= 1 of {n} correct; pooled, Wilson)")
   handles, labels_ = axes[0, 0].get_legend_handles_labels()
   fig.suptitle(title)
   fig.legend(
