@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 from tests import REPO_ROOT
+from tests import WAIT_S
 
 _ENV = {
   **os.environ,
@@ -46,7 +47,7 @@ def run(module: str, *args: str, check: bool = True) -> subprocess.CompletedProc
     check=check,
     capture_output=True,
     text=True,
-    timeout=300,
+    timeout=WAIT_S,
   )
 
 
@@ -59,6 +60,6 @@ def flag_errors(main_module: str, argvs: Sequence[Sequence[str]]) -> list[str | 
     check=True,
     capture_output=True,
     text=True,
-    timeout=300,
+    timeout=WAIT_S,
   )
   return json.loads(proc.stdout.strip().splitlines()[-1])

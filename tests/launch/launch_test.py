@@ -19,6 +19,7 @@ from launch import slurm
 from launch import sweep
 from launch import tpu
 from tests import REPO_ROOT
+from tests import WAIT_S
 
 _ROOT = REPO_ROOT
 
@@ -142,7 +143,7 @@ def _launch(*args):
     cwd=_ROOT,
     capture_output=True,
     text=True,
-    timeout=120,
+    timeout=WAIT_S,
     env=dict(os.environ),
   )
 
@@ -189,7 +190,7 @@ def _alive(pid):
     return False
 
 
-def _wait_for(path, timeout=60.0):
+def _wait_for(path, timeout=WAIT_S):
   deadline = time.time() + timeout
   while not (path.exists() and path.read_text()):
     assert time.time() < deadline, f"{path} never appeared"
@@ -290,7 +291,7 @@ def test_stopping_the_launcher_stops_its_runs(sig, fake_binary, tmp_path):
   child = int(_wait_for(out_root / "seed-0_sleep-60" / "pid.txt"))
   assert _alive(child)
   launcher.send_signal(sig)
-  _, stderr = launcher.communicate(timeout=30)
+  _, stderr = launcher.communicate(timeout=WAIT_S)
   assert launcher.returncode == 128 + sig, stderr
   assert "stopped by" in stderr
   assert not _alive(child)
@@ -304,7 +305,7 @@ def test_a_live_run_is_never_started_twice(fake_binary, tmp_path):
   run_dir = out_root / "seed-0_sleep-60"
   child = int(_wait_for(run_dir / "pid.txt"))
   first.kill()  # SIGKILL: no clean-up; its run lives on and keeps its folder locked.
-  first.communicate(timeout=30)
+  first.communicate(timeout=WAIT_S)
   try:
     assert _alive(child)
     second = _launch(*args)
@@ -314,7 +315,7 @@ def test_a_live_run_is_never_started_twice(fake_binary, tmp_path):
     assert processes.is_locked(str(run_dir))
   finally:
     os.killpg(child, signal.SIGKILL)  # The run was started in its own process group.
-  deadline = time.time() + 30
+  deadline = time.time() + WAIT_S
   while processes.is_locked(str(run_dir)):
     assert time.time() < deadline
     time.sleep(0.05)
@@ -371,7 +372,7 @@ def test_distributed_wrapper_runs_module_unchanged(fake_binary, tmp_path):
     env=env,
     capture_output=True,
     text=True,
-    timeout=60,
+    timeout=WAIT_S,
   )
   assert proc.returncode == 0, proc.stderr
   assert json.loads((out / "config.json").read_text())["seed"] == "5"
@@ -444,7 +445,7 @@ def test_slurm_and_tpu_binaries_write_scripts(tmp_path):
     cwd=_ROOT,
     capture_output=True,
     text=True,
-    timeout=60,
+    timeout=WAIT_S,
   )
   assert proc.returncode == 0, proc.stderr
   script = (tmp_path / "s" / "sweep.sbatch").read_text()
@@ -466,7 +467,7 @@ def test_slurm_and_tpu_binaries_write_scripts(tmp_path):
     cwd=_ROOT,
     capture_output=True,
     text=True,
-    timeout=60,
+    timeout=WAIT_S,
   )
   assert proc.returncode == 0, proc.stderr
   assert (tmp_path / "t.sh").read_text().count("--worker=all") == 8
@@ -529,7 +530,7 @@ def test_distributed_wrapper_initializes_jax_from_env(tmp_path, monkeypatch):
     env=env,
     capture_output=True,
     text=True,
-    timeout=120,
+    timeout=WAIT_S,
   )
   assert proc.returncode == 0, proc.stderr
   assert "PROBE 0 1 1 ['--out_dir=/x']" in proc.stdout

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from notebooks import execute
+from tests import WAIT_S
 
 _NOTEBOOKS = execute.notebook_paths()
 
@@ -25,7 +26,7 @@ def test_notebook_runs_in_smoke_mode(path):
   # Committed with outputs (a figure at least, except where no data exist yet).
   outputs = [o for c in committed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
   assert outputs, f"{path} is committed without outputs."
-  nb = execute.execute_notebook(path, timeout=300, smoke=True)
+  nb = execute.execute_notebook(path, timeout=WAIT_S, smoke=True)
   errors = [
     o
     for c in nb.cells

@@ -9,6 +9,7 @@ import pytest
 
 from notebooks import execute
 from tests import REPO_ROOT
+from tests import WAIT_S
 
 _EXPECTED = ["best_of_n", "lm", "max_at_k", "pkpo"]
 
@@ -83,7 +84,7 @@ def test_binary_rejects_bad_flags(args, flag, tmp_path):
     cwd=REPO_ROOT,
     capture_output=True,
     text=True,
-    timeout=60,
+    timeout=WAIT_S,
   )
   assert proc.returncode != 0
   assert flag in proc.stderr

@@ -8,6 +8,7 @@ import sys
 
 from docs.api import maxk_docstrings
 import maxk
+from tests import WAIT_S
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -16,7 +17,7 @@ def test_reference_builds_without_warnings_and_documents_every_public_name(tmp_p
   out = tmp_path / "html"
   cmd = [sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html"]
   cmd += ["-d", str(tmp_path / "doctrees"), os.path.join(_ROOT, "docs", "api"), str(out)]
-  result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+  result = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT_S)
   assert result.returncode == 0, result.stdout + result.stderr
   assert "WARNING" not in result.stderr and "ERROR" not in result.stderr, result.stderr
   pages = {p.name: p.read_text(encoding="utf-8") for p in out.glob("*.html")}

@@ -21,6 +21,7 @@ import zipfile
 import pytest
 
 import maxk
+from tests import WAIT_S
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _IGNORED = shutil.ignore_patterns(
@@ -42,7 +43,7 @@ def dist(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("packaging")
   source, out = tmp / "source", tmp / "dist"
   shutil.copytree(_ROOT, source, ignore=_IGNORED)
-  _run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], timeout=600)
+  _run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], timeout=WAIT_S)
   (wheel,) = out.glob("*.whl")
   (sdist,) = out.glob("*.tar.gz")
 
@@ -51,7 +52,7 @@ def dist(tmp_path_factory):
   env_python = env_dir / "bin" / "python"
   constraints = os.path.join(_ROOT, "requirements.txt")
   pip = [sys.executable, "-m", "pip", "--python", str(env_python), "install", "-q"]
-  _run([*pip, "-c", constraints, str(wheel)], timeout=600)
+  _run([*pip, "-c", constraints, str(wheel)], timeout=WAIT_S)
 
   cwd = tmp / "cwd"  # outside the repository, so `import maxk` cannot find the source
   cwd.mkdir()
@@ -64,7 +65,7 @@ def dist(tmp_path_factory):
     env=env,
     capture_output=True,
     text=True,
-    timeout=300,
+    timeout=WAIT_S,
   )
   return {"wheel": wheel, "sdist": sdist, "smoke": smoke}
 

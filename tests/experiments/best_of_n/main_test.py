@@ -10,6 +10,7 @@ import pytest
 
 from experiments.best_of_n import study
 from tests import REPO_ROOT
+from tests import WAIT_S
 
 _TINY = [
   "--n_max=20",
@@ -34,7 +35,7 @@ def _run(*args):
     env=env,
     capture_output=True,
     text=True,
-    timeout=300,
+    timeout=WAIT_S,
   )
 
 

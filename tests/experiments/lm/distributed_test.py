@@ -20,12 +20,13 @@ import sys
 import pytest
 
 from tests import REPO_ROOT
+from tests import WAIT_S
 
 _CONFIG = os.path.join(REPO_ROOT, "experiments", "lm", "configs", "tiny.py")
 # One RL run of two steps (non-zero rewards, the KL penalty, two inner epochs), a
 # checkpoint every two steps.
 _OVERRIDES = ["--config.rl.runs=max_at_k@2", "--config.rl.steps=2"]
-_TIMEOUT = 240
+_TIMEOUT = WAIT_S
 
 
 def _env(cache_dir, devices, **extra):

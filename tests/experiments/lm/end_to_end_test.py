@@ -21,6 +21,7 @@ from experiments.lm import train
 from experiments.lm import workdir as workdir_lib
 from experiments.lm.configs import tiny
 from tests import REPO_ROOT
+from tests import WAIT_S
 from tests.experiments.lm import reporting_test
 
 _ROOT = REPO_ROOT
@@ -76,7 +77,12 @@ def cache_dir(tmp_path_factory):
 def reference_run(tmp_path_factory, cache_dir):
   workdir = tmp_path_factory.mktemp("reference")
   subprocess.run(
-    _command(workdir), env=_env(cache_dir), cwd=_ROOT, check=True, capture_output=True, timeout=300
+    _command(workdir),
+    env=_env(cache_dir),
+    cwd=_ROOT,
+    check=True,
+    capture_output=True,
+    timeout=WAIT_S,
   )
   return workdir
 
@@ -169,7 +175,7 @@ def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp
     proc = subprocess.Popen(
       _command(workdir), env=env, cwd=_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    deadline = time.time() + 240
+    deadline = time.time() + WAIT_S
     while not any(stage.startswith(wanted) for stage, _ in _committed_checkpoints(workdir)):
       assert proc.poll() is None, "run ended before it could be killed"
       assert time.time() < deadline
@@ -177,7 +183,7 @@ def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
   subprocess.run(
-    _command(workdir), env=env, cwd=_ROOT, check=True, capture_output=True, timeout=300
+    _command(workdir), env=env, cwd=_ROOT, check=True, capture_output=True, timeout=WAIT_S
   )
   # Every step exactly once, and identical to the uninterrupted run (same seed).
   assert _records(workdir) == _records(reference_run)
@@ -202,7 +208,7 @@ def _run(workdir, cache_dir, *overrides):
     cwd=_ROOT,
     capture_output=True,
     text=True,
-    timeout=300,
+    timeout=WAIT_S,
   )
 
 
@@ -285,7 +291,7 @@ def test_distributed_flag_under_launch_distributed_initialises_once(cache_dir, t
     cwd=_ROOT,
     capture_output=True,
     text=True,
-    timeout=120,
+    timeout=WAIT_S,
   )
   assert proc.returncode != 0
   assert "config.eval.n=0" in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]
@@ -325,7 +331,7 @@ def test_data_parallel_over_four_devices_matches_one(tmp_path, cache_dir):
     check=True,
     capture_output=True,
     text=True,
-    timeout=300,
+    timeout=WAIT_S,
   )
   result = json.loads(proc.stdout.strip().splitlines()[-1])
   assert result["count"] == 4
