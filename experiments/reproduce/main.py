@@ -9,15 +9,19 @@ Usage:
   python -m experiments.reproduce --out_dir=out/reproduce
   python -m experiments.reproduce --out_dir=/tmp/r --smoke   # tiny sizes, < 1 minute
 
-Finished stages (their ``results.csv`` exists and their command is unchanged) are
-reused when the command is run again; ``--force`` reruns them.  Each stage's output
-goes to ``OUT_DIR/<stage>/`` (its log in ``OUT_DIR/<stage>/log.txt``).
+A stage's finished outputs are reused when it is run again with the same identity
+(its command, environment settings, sizes and the outputs of earlier stages it
+reads); ``--force`` reruns them. Stages have no time limit unless
+``--stage_timeout`` sets one. Each stage's output goes to ``OUT_DIR/<stage>/`` (its
+log in ``OUT_DIR/<stage>/log.txt``). Exits 1 when a stage fails, saying how to go on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import os
 import sys
+from typing import Any
 
 from absl import flags
 
@@ -27,7 +31,9 @@ from experiments.reproduce import stages as stages_lib
 
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/reproduce", "Output folder (index.md/.html).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every stage.")
-_SMOKE = flags.DEFINE_bool("smoke", False, "Tiny sizes (for tests): seconds, not minutes.")
+_SMOKE = flags.DEFINE_bool(
+  "smoke", False, "Tiny sizes (for tests): seconds, not minutes; not the headline numbers."
+)
 _LM = flags.DEFINE_bool("lm", True, "Run the small-LM experiment (experiments/lm, tiny config).")
 _NOTEBOOKS = flags.DEFINE_bool(
   "notebooks", True, "Execute notebooks/*.ipynb and collect their figures."
@@ -35,8 +41,12 @@ _NOTEBOOKS = flags.DEFINE_bool(
 _STAGES = flags.DEFINE_list(
   "stages", ["all"], f"Stages to run ('all' or a subset of {list(stages_lib.STAGE_NAMES)})."
 )
-_FORCE = flags.DEFINE_bool("force", False, "Rerun stages whose outputs already exist.")
-_TIMEOUT = flags.DEFINE_integer("stage_timeout", 1200, "Seconds before a stage is killed.")
+_FORCE = flags.DEFINE_bool(
+  "force", False, "Rerun stages whose finished outputs of the same command already exist."
+)
+_TIMEOUT = flags.DEFINE_integer(
+  "stage_timeout", 0, "Seconds before a stage is killed (0: no limit, the default)."
+)
 
 flags.register_validator(
   "stages",
@@ -44,8 +54,34 @@ flags.register_validator(
   message=f"--stages must be 'all' or a subset of {list(stages_lib.STAGE_NAMES)}.",
 )
 flags.register_validator(
-  "stage_timeout", lambda s: s > 0, message="--stage_timeout must be positive (seconds)."
+  "stage_timeout", lambda s: s >= 0, message="--stage_timeout must be >= 0 seconds (0: no limit)."
 )
+
+
+def _selects_a_stage(values: Mapping[str, Any]) -> bool:
+  error = reproduction.selection_error(
+    values["stages"], lm=values["lm"], notebooks=values["notebooks"]
+  )
+  if error:
+    raise flags.ValidationError(error)
+  return True
+
+
+flags.register_multi_flags_validator(["stages", "lm", "notebooks"], _selects_a_stage)
+
+
+def how_to_continue(failed: Mapping[str, str]) -> str:
+  """The message for failed stages (name -> status): what failed, and how to go on."""
+  lines = [f"{name}: {status}" for name, status in failed.items()]
+  lines.append(
+    "To continue, rerun the same command: finished stages are reused and only the failed "
+    "ones run again (--force reruns every selected stage)."
+  )
+  if any("--stage_timeout" in status for status in failed.values()):
+    lines.append(
+      "A stage ran out of time: raise --stage_timeout=SECONDS, or set --stage_timeout=0 (no limit)."
+    )
+  return "\n".join(lines)
 
 
 def main(argv):
@@ -63,10 +99,14 @@ def main(argv):
     seed=_SEED.value,
     smoke=_SMOKE.value,
     force=_FORCE.value,
-    timeout=_TIMEOUT.value,
+    timeout=_TIMEOUT.value or None,
     base_env=os.environ,
   )
-  failed = [name for name, (status, _) in statuses.items() if status.startswith("FAILED")]
+  failed = {
+    stage.name: statuses[stage.name][0]
+    for stage in stages
+    if statuses[stage.name][0].startswith("FAILED")
+  }
   if failed:
-    print(f"Failed stages: {failed}", file=sys.stderr)
+    print(how_to_continue(failed), file=sys.stderr)
     sys.exit(1)

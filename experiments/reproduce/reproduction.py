@@ -2,8 +2,9 @@
 
 Each stage is a subprocess run by :func:`experiments.reproduce.runner.run_stage`
 (outputs in ``OUT_DIR/<stage>/``); stages finished earlier in the same folder with the
-same command are reused unless ``force``. Stages not run now but finished earlier
-stay on the index page.
+same identity (command, environment settings, sizes and inputs) are reused unless
+``force``. Stages not run now but run earlier stay on the index page, each with its
+own command, sizes and status.
 """
 
 from __future__ import annotations
@@ -19,34 +20,94 @@ from experiments.reproduce import stages as stages_lib
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def select_stages(
-  names: Sequence[str], *, seed: int, smoke: bool, lm: bool, notebooks: bool
-) -> list[stages_lib.Stage]:
-  """The stages named in ``names`` ("all": every stage), less the LM and notebook
-  stages where ``lm`` / ``notebooks`` is off, in the reproduction's order."""
+def selected_names(names: Sequence[str], *, lm: bool, notebooks: bool) -> list[str]:
+  """The stage names ``names`` select ("all": every stage), less "lm" / "notebooks"
+  where ``lm`` / ``notebooks`` is off, in the reproduction's order (may be empty)."""
   wanted = set(stages_lib.STAGE_NAMES) if "all" in names else set(names)
   if not lm:
     wanted.discard("lm")
   if not notebooks:
     wanted.discard("notebooks")
+  return [name for name in stages_lib.STAGE_NAMES if name in wanted]
+
+
+def selection_error(names: Sequence[str], *, lm: bool, notebooks: bool) -> str | None:
+  """Why ``--stages=names`` with ``--lm`` / ``--notebooks`` selects no stage (or names
+  an unknown one), or None."""
+  choices = f"'all' or some of {list(stages_lib.STAGE_NAMES)}"
+  unknown = sorted(set(names) - {"all", *stages_lib.STAGE_NAMES})
+  if unknown:
+    return f"--stages: unknown stages {unknown}; name {choices}."
+  if not names:
+    return f"--stages is empty: name {choices}."
+  if selected_names(names, lm=lm, notebooks=notebooks):
+    return None
+  off = [f"--no{name}" for name, on in (("lm", lm), ("notebooks", notebooks)) if not on]
+  return f"--stages={','.join(names)} with {' '.join(off)} selects no stage."
+
+
+def select_stages(
+  names: Sequence[str], *, seed: int, smoke: bool, lm: bool, notebooks: bool
+) -> list[stages_lib.Stage]:
+  """The stages ``names`` select (see :func:`selected_names`), in the reproduction's order.
+
+  Raises:
+    ValueError: where they select no stage (see :func:`selection_error`).
+  """
+  error = selection_error(names, lm=lm, notebooks=notebooks)
+  if error:
+    raise ValueError(error)
+  wanted = selected_names(names, lm=lm, notebooks=notebooks)
   return [stage for stage in stages_lib.stages(seed=seed, smoke=smoke) if stage.name in wanted]
 
 
 def stage_env(
-  stage: str, out_dir: str, *, smoke: bool, base: Mapping[str, str], root: str = ROOT
+  stage: stages_lib.Stage, out_dir: str, *, base: Mapping[str, str], root: str = ROOT
 ) -> dict[str, str]:
   """The environment of ``stage``'s subprocess: ``base`` plus the repository on the
-  path, the CPU backend by default, ``MAXK_SMOKE`` for smoke runs, and for the
-  notebooks this run's LM results (``lm.ipynb`` plots them)."""
+  path, the CPU backend by default, the stage's own settings (``Stage.env``), and each
+  of its inputs that exists (``Stage.inputs``; an absent one is unset, so that a value
+  in ``base`` never stands in for this run's)."""
   env = dict(base)
-  lm_results = os.path.join(out_dir, "lm", "results.csv")
-  if stage == "notebooks" and os.path.exists(lm_results):
-    env["MAXK_LM_RESULTS"] = lm_results
+  for name, rel in stage.inputs:
+    path = os.path.join(out_dir, rel)
+    if os.path.exists(path):
+      env[name] = path
+    else:
+      env.pop(name, None)
   env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
   env.setdefault("JAX_PLATFORMS", "cpu")
-  if smoke:
-    env["MAXK_SMOKE"] = "1"
+  env.update(stage.env)
   return env
+
+
+def shown_stages(
+  out_dir: str,
+  catalogue: Sequence[stages_lib.Stage],
+  statuses: Mapping[str, tuple[str, float]],
+) -> tuple[list[index_page.ShownStage], list[str]]:
+  """The stages of the index page, in ``catalogue``'s order, and the names skipped.
+
+  A stage run now shows ``statuses``' status; one run earlier in ``out_dir`` shows
+  "from an earlier run" or its failure; each shows the command and sizes of its own
+  record (``runner.StageRecord``), not this run's flags.
+  """
+  shown, skipped = [], []
+  for stage in catalogue:
+    record = runner.read_record(os.path.join(out_dir, stage.name))
+    if stage.name in statuses:
+      status, seconds = statuses[stage.name]
+    elif record is None:
+      skipped.append(stage.name)
+      continue
+    elif record.ok:
+      status, seconds = "from an earlier run", 0.0
+    else:
+      status, seconds = record.status.replace("FAILED", "FAILED in an earlier run", 1), 0.0
+    command = record.command if record else stage.shown_command(stage.name)
+    smoke = record.smoke if record else stage.smoke
+    shown.append(index_page.ShownStage(stage.name, stage.title, command, smoke, status, seconds))
+  return shown, skipped
 
 
 def run(
@@ -56,14 +117,17 @@ def run(
   seed: int,
   smoke: bool,
   force: bool,
-  timeout: float,
+  timeout: float | None,
   base_env: Mapping[str, str],
 ) -> tuple[dict[str, tuple[str, float]], tuple[str, str]]:
   """Runs ``stages`` into ``out_dir`` and writes its index page.
 
+  ``timeout``: seconds before a stage is killed (None: no limit).
+
   Returns:
     ``(statuses, (index_md, index_html))``: per stage shown on the page, its status
-    ("ok", "reused", "FAILED (...)", "from an earlier run") and seconds.
+    ("ok", "reused", "FAILED (...)", "from an earlier run", "FAILED in an earlier
+    run (...)") and seconds.
   """
   total_start = time.time()
   statuses: dict[str, tuple[str, float]] = {}
@@ -71,14 +135,14 @@ def run(
   for i, stage in enumerate(stages, 1):
     print(
       f"[{i}/{len(stages)}] {stage.name}: {stage.title} (expected ~{stage.expected_s} s"
-      f"{', smoke' if smoke else ''}) ...",
+      f"{', smoke' if stage.smoke else ''}) ...",
       flush=True,
     )
     status, seconds = runner.run_stage(
       stage,
       out_dir,
       cwd=ROOT,
-      env=stage_env(stage.name, out_dir, smoke=smoke, base=base_env),
+      env=stage_env(stage, out_dir, base=base_env),
       force=force,
       timeout=timeout,
     )
@@ -88,25 +152,12 @@ def run(
       f"[{i}/{len(stages)}] {stage.name}: {status} in {seconds:.0f} s (total {elapsed:.0f} s)",
       flush=True,
     )
-  shown, skipped = [], []
-  for stage in stages_lib.stages(seed=seed, smoke=smoke):
-    if stage.name in statuses:
-      shown.append(stage)
-    elif os.path.exists(os.path.join(out_dir, stage.name, runner.DONE_FILE)):
-      shown.append(stage)
-      statuses[stage.name] = ("from an earlier run", 0.0)
-    else:
-      skipped.append(stage.name)
+  shown, skipped = shown_stages(out_dir, stages_lib.stages(seed=seed, smoke=smoke), statuses)
   index = index_page.write_index(
-    out_dir,
-    shown,
-    statuses,
-    skipped=skipped,
-    total_seconds=time.time() - total_start,
-    smoke=smoke,
+    out_dir, shown, skipped=skipped, total_seconds=time.time() - total_start
   )
   print(
     f"Done in {time.time() - total_start:.0f} s. Index: {index[0]}\n{' ' * 18}{index[1]}",
     flush=True,
   )
-  return statuses, index
+  return {s.name: (s.status, s.seconds) for s in shown}, index

@@ -1,11 +1,20 @@
-"""Running one stage of the reproduction: a subprocess with its log and progress line."""
+"""Running one stage of the reproduction: a subprocess with its log and progress line.
+
+Each stage's folder records what ran there in ``reproduce_stage.json`` (see
+``StageRecord``): the stage's identity, the command shown on the index page, its sizes
+and its status. A stage's finished outputs are reused only for the same identity.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+import dataclasses
+import hashlib
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -13,13 +22,19 @@ import time
 from experiments.reproduce import stages as stages_lib
 
 DONE_FILE = "results.csv"  # A stage is done when its folder holds this file.
-_COMMAND_FILE = "reproduce_command.txt"  # The command of the stage's finished outputs.
-_STARTED_FILE = "reproduce_started.txt"  # The command last started in the folder.
+RECORD_FILE = "reproduce_stage.json"  # The stage's StageRecord, written when it ends.
+_STARTED_FILE = "reproduce_started.txt"  # The identity last started in the folder.
+# Environment variables that change every stage's outputs (the stage's own settings
+# are in Stage.env and Stage.inputs).
+_IDENTITY_ENV = ("JAX_PLATFORMS",)
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# An absl log line: "I1201 12:00:00.123456 140000 train.py:287] message".
-_ABSL_LINE = re.compile(r"^[DIWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ ([^:\s]+):\d+\] ?(.*)$")
+# An absl log line: "I1201 12:00:00.123456 140000 train.py:287] message"; C++ (XLA)
+# logs before absl is set up write seconds since the epoch: "E0000 00:00:1733097600.1".
+_ABSL_LINE = re.compile(r"^[DIWEF]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ ([^:\s]+):\d+\] ?(.*)$")
+# A line without a letter or digit: a rule ("*****") or other decoration, never progress.
+_RULE_LINE = re.compile(r"^[^A-Za-z0-9]*$")
 # Lines of Python's default logging format, of Jupyter's apps, and of warnings.
 _LIBRARY_LINE = re.compile(
   r"^((DEBUG|INFO|WARNING|ERROR|CRITICAL):"
@@ -47,11 +62,11 @@ def progress_message(line: str, own_sources: frozenset[str] = _OWN_SOURCES) -> s
 
   absl log lines count only when logged from this repository's own modules (their
   message is shown without the prefix); lines in Python's default logging format,
-  Jupyter apps' log lines and warnings are library output; anything else (tqdm bars,
-  printed lines) is progress.
+  Jupyter apps' log lines, warnings and lines without a letter or digit (rules) are
+  library output; anything else (tqdm bars, printed lines) is progress.
   """
   line = line.strip()
-  if not line:
+  if _RULE_LINE.match(line):
     return None
   match = _ABSL_LINE.match(line)
   if match:
@@ -68,9 +83,30 @@ def _clip(text: str, width: int = _WIDTH) -> str:
   return text[:head] + " … " + text[-(width - head - 3) :]
 
 
+def _library_banners(parts: list[str]) -> set[int]:
+  """Indices of the lines of multi-line library log messages framed by rules.
+
+  XLA's slow-compile alarm logs an empty message line, then its text between two rows
+  of asterisks: every line from the first rule to the second belongs to it.
+  """
+  inside, banner = False, set[int]()
+  for i, part in enumerate(parts):
+    is_rule = bool(part.strip()) and _RULE_LINE.match(part.strip()) is not None
+    if inside:
+      banner.add(i)
+      inside = not is_rule
+    elif is_rule and i > 0:
+      header = _ABSL_LINE.match(parts[i - 1].strip())
+      if header and not header.group(2).strip():
+        banner.add(i)
+        inside = True
+  return banner
+
+
 def _last_progress_line(log_path: str) -> str:
   """The stage's latest progress: its last tqdm, printed or own log line (see
-  :func:`progress_message`), clipped to ``_WIDTH`` characters."""
+  :func:`progress_message`, and library messages framed by rules are skipped),
+  clipped to ``_WIDTH`` characters."""
   try:
     with open(log_path, "rb") as f:
       start = max(0, os.path.getsize(log_path) - 16384)
@@ -81,15 +117,30 @@ def _last_progress_line(log_path: str) -> str:
   parts = re.split(r"[\r\n]", tail)
   if start > 0:  # The first part is the end of a line cut by the seek.
     parts = parts[1:]
-  for part in reversed(parts):
-    message = progress_message(part)
+  banners = _library_banners(parts)
+  for i in reversed(range(len(parts))):
+    if i in banners:
+      continue
+    message = progress_message(parts[i])
     if message:
       return _clip(message)
   return ""
 
 
-def _wait(proc: subprocess.Popen, log_path: str, start: float, timeout: float) -> int | str:
-  """Waits for a stage, showing its progress: a live line on a terminal, else every 30 s."""
+def _kill(proc: subprocess.Popen) -> None:
+  """Kills a stage and every process it started (its own process group)."""
+  try:
+    os.killpg(proc.pid, signal.SIGKILL)
+  except ProcessLookupError:
+    pass
+  proc.wait()
+
+
+def _wait(proc: subprocess.Popen, log_path: str, start: float, timeout: float | None) -> int | str:
+  """Waits for a stage, showing its progress: a live line on a terminal, else every 30 s.
+
+  Past ``timeout`` seconds (None: never) kills it and returns "timeout".
+  """
   tty = sys.stdout.isatty()
   last_print = start
   while True:
@@ -98,9 +149,8 @@ def _wait(proc: subprocess.Popen, log_path: str, start: float, timeout: float) -
     except subprocess.TimeoutExpired:
       pass
     now = time.time()
-    if now - start > timeout:
-      proc.kill()
-      proc.wait()
+    if timeout and now - start > timeout:
+      _kill(proc)
       return "timeout"
     if tty:
       line = f"      {now - start:4.0f} s | {_last_progress_line(log_path)}"
@@ -118,6 +168,75 @@ def _read(path: str) -> str | None:
     return f.read()
 
 
+def _sha256(path: str) -> str:
+  digest = hashlib.sha256()
+  with open(path, "rb") as f:
+    for block in iter(lambda: f.read(1 << 20), b""):
+      digest.update(block)
+  return digest.hexdigest()
+
+
+def identity(stage: stages_lib.Stage, out_dir: str, env: Mapping[str, str]) -> str:
+  """Everything that decides the outputs of ``stage`` in ``out_dir``, one item a line.
+
+  Its command (interpreter, flags, output folder), its environment settings, its
+  sizes (smoke or full), the JAX backend, and the SHA-256 of each input file of an
+  earlier stage (or "absent"). Two runs of a stage with the same identity write the
+  same outputs.
+  """
+  lines = [" ".join(stage.command(os.path.join(out_dir, stage.name)))]
+  lines += [f"env {name}={value}" for name, value in stage.env]
+  lines.append(f"smoke={stage.smoke}")
+  lines += [f"env {name}={env.get(name, '')}" for name in _IDENTITY_ENV]
+  for _, rel in stage.inputs:
+    path = os.path.join(out_dir, rel)
+    lines.append(
+      f"input {rel}: " + (f"sha256 {_sha256(path)}" if os.path.exists(path) else "absent")
+    )
+  return "\n".join(lines) + "\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class StageRecord:
+  """What ran in a stage's folder: written there (``RECORD_FILE``) when the stage ends.
+
+  Attributes:
+    identity: the stage's :func:`identity`.
+    command: the command as a user types it (``Stage.shown_command``).
+    smoke: whether it ran at smoke sizes.
+    status: "ok" or "FAILED (...)" (see :func:`run_stage`).
+  """
+
+  identity: str
+  command: str
+  smoke: bool
+  status: str
+
+  @property
+  def ok(self) -> bool:
+    return self.status == "ok"
+
+
+def read_record(stage_dir: str) -> StageRecord | None:
+  """The record of the stage that ran in ``stage_dir``, or None (never ran, still
+  running, or killed before it ended, or a record this version cannot read)."""
+  text = _read(os.path.join(stage_dir, RECORD_FILE))
+  if text is None:
+    return None
+  try:
+    return StageRecord(**json.loads(text))
+  except (TypeError, ValueError):
+    return None
+
+
+def _write_record(stage_dir: str, record: StageRecord) -> None:
+  path = os.path.join(stage_dir, RECORD_FILE)
+  with open(path + ".tmp", "w") as f:
+    json.dump(dataclasses.asdict(record), f, indent=2)
+    f.write("\n")
+  os.replace(path + ".tmp", path)
+
+
 def run_stage(
   stage: stages_lib.Stage,
   out_dir: str,
@@ -125,39 +244,64 @@ def run_stage(
   cwd: str,
   env: Mapping[str, str],
   force: bool,
-  timeout: float,
+  timeout: float | None,
 ) -> tuple[str, float]:
   """Runs ``stage`` into ``out_dir/<stage name>``; returns (status, seconds).
 
-  The status is "reused" (finished outputs of the same command exist and ``force`` is
-  off), "ok", or "FAILED (...)" naming the exit code and the log. The folder is
-  emptied first, except for the LM stage started before with the same command, which
-  resumes from its checkpoints.
+  The status is "reused" (finished outputs of the same :func:`identity` exist and
+  ``force`` is off), "ok", or "FAILED (...)" naming the exit code, or the time limit
+  ``timeout`` (seconds; None: no limit) that killed it, and the log. The folder is
+  emptied first, except for the LM stage started before with the same identity, which
+  resumes from its checkpoints. The stage's output (stdout and stderr, of every process
+  it starts) goes to its ``log.txt``, never to this process's terminal.
   """
   stage_dir = os.path.join(out_dir, stage.name)
-  command = " ".join(stage.command(stage_dir))
-  if not force and os.path.exists(os.path.join(stage_dir, DONE_FILE)):
-    if _read(os.path.join(stage_dir, _COMMAND_FILE)) == command:
-      return "reused", 0.0
-  resumable = stage.name == "lm" and _read(os.path.join(stage_dir, _STARTED_FILE)) == command
+  wanted = identity(stage, out_dir, env)
+  record = read_record(stage_dir)
+  done = os.path.exists(os.path.join(stage_dir, DONE_FILE))
+  if not force and done and record is not None and record.ok and record.identity == wanted:
+    return "reused", 0.0
+  resumable = stage.name == "lm" and _read(os.path.join(stage_dir, _STARTED_FILE)) == wanted
   if os.path.isdir(stage_dir) and not resumable:
     shutil.rmtree(stage_dir)
   os.makedirs(stage_dir, exist_ok=True)
+  if os.path.exists(os.path.join(stage_dir, RECORD_FILE)):
+    os.remove(os.path.join(stage_dir, RECORD_FILE))
   with open(os.path.join(stage_dir, _STARTED_FILE), "w") as f:
-    f.write(command)
+    f.write(wanted)
   start = time.time()
+  command = stage.command(stage_dir)
   with open(os.path.join(stage_dir, "log.txt"), "w") as log:
-    log.write(f"$ {command}\n")
+    log.write(f"$ {' '.join([*(f'{k}={v}' for k, v in stage.env), *command])}\n")
     log.flush()
     proc = subprocess.Popen(
-      stage.command(stage_dir), cwd=cwd, env=dict(env), stdout=log, stderr=subprocess.STDOUT
+      command,
+      cwd=cwd,
+      env=dict(env),
+      stdin=subprocess.DEVNULL,
+      stdout=log,
+      stderr=subprocess.STDOUT,
+      # Its own process group, so that a kill reaches the kernels and workers it starts.
+      start_new_session=True,
     )
-    code = _wait(proc, log.name, start, timeout)
+    try:
+      code = _wait(proc, log.name, start, timeout)
+    finally:  # Interrupted (Ctrl-C reaches only this process's group): stop the stage too.
+      if proc.poll() is None:
+        _kill(proc)
   seconds = time.time() - start
   if sys.stdout.isatty():
     sys.stdout.write("\r" + " " * 110 + "\r")
-  if code != 0 or not os.path.exists(os.path.join(stage_dir, DONE_FILE)):
-    return f"FAILED ({code}; see {os.path.relpath(stage_dir, out_dir)}/log.txt)", seconds
-  with open(os.path.join(stage_dir, _COMMAND_FILE), "w") as f:
-    f.write(command)
-  return "ok", seconds
+  log_name = f"{stage.name}/log.txt"
+  if code == "timeout":
+    status = f"FAILED (killed at --stage_timeout={timeout:.0f} s; see {log_name})"
+  elif code != 0:
+    status = f"FAILED (exit code {code}; see {log_name})"
+  elif not os.path.exists(os.path.join(stage_dir, DONE_FILE)):
+    status = f"FAILED (exit code 0 but no {DONE_FILE}; see {log_name})"
+  else:
+    status = "ok"
+  _write_record(
+    stage_dir, StageRecord(wanted, stage.shown_command(stage.name), stage.smoke, status)
+  )
+  return status, seconds

@@ -10,9 +10,18 @@ STAGE_NAMES = ("best_of_n", "bandit_variance", "bandit_training", "lm", "noteboo
 
 @dataclasses.dataclass(frozen=True)
 class Stage:
-  """One step of the reproduction: ``python -m MODULE --OUT_FLAG=DIR FLAGS...``.
+  """One step of the reproduction: ``ENV... python -m MODULE --OUT_FLAG=DIR FLAGS...``.
 
   A stage is done when its folder holds ``results.csv``.
+
+  Attributes:
+    env: environment settings the binary reads (``MAXK_SMOKE`` for the notebooks):
+      part of the stage's command, shown and compared like its flags.
+    smoke: whether the stage runs at smoke sizes (tiny, not the headline numbers).
+    inputs: outputs of earlier stages this one reads, as (environment variable,
+      path relative to the reproduction's folder): the variable is set to the file's
+      path when the file exists, and the file's contents are part of the stage's
+      identity (see ``runner.identity``).
   """
 
   name: str
@@ -21,6 +30,9 @@ class Stage:
   flags: tuple[str, ...]
   expected_s: int
   out_flag: str = "out_dir"
+  env: tuple[tuple[str, str], ...] = ()
+  smoke: bool = False
+  inputs: tuple[tuple[str, str], ...] = ()
 
   def arguments(self, out_dir: str) -> list[str]:
     """The arguments after ``python -m MODULE`` that write into ``out_dir``."""
@@ -29,6 +41,11 @@ class Stage:
   def command(self, out_dir: str) -> list[str]:
     """The full command line (this interpreter) that writes into ``out_dir``."""
     return [sys.executable, "-m", self.module, *self.arguments(out_dir)]
+
+  def shown_command(self, out_dir: str) -> str:
+    """The command as a user types it: its environment settings, then ``python -m``."""
+    env = [f"{name}={value}" for name, value in self.env]
+    return " ".join([*env, "python", "-m", self.module, *self.arguments(out_dir)])
 
 
 def stages(*, seed: int, smoke: bool) -> list[Stage]:
@@ -64,7 +81,10 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
     var = ("--num_replicates=10000",)
     train = ()
     lm = ("--config=experiments/lm/configs/tiny.py",)  # Stages run in the repository root.
-  return [
+  # The notebooks read their sizes from MAXK_SMOKE; it is always set, so that a value
+  # exported in the caller's shell never changes a full run.
+  notebooks_env = (("MAXK_SMOKE", "1" if smoke else "0"),)
+  every = [
     Stage(
       "best_of_n",
       "best-of-n KL, bounds, estimator and win rate (Beirami et al.)",
@@ -101,5 +121,8 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
       "notebooks",
       (),
       150,
+      env=notebooks_env,
+      inputs=(("MAXK_LM_RESULTS", "lm/results.csv"),),  # lm.ipynb plots this run's LM.
     ),
   ]
+  return [dataclasses.replace(stage, smoke=smoke) for stage in every]

@@ -2,7 +2,8 @@
 
 The protocol is JSON over HTTP, so the standard library is enough: no Selenium. The
 browser is Debian's ``chromium`` with its ``chromium-driver`` (``.ci/run`` installs
-both); :func:`find` says where they are, or why they are missing.
+both); :func:`find` says where they are, or why they are missing, and a test that needs
+them starts with :func:`require_or_skip`.
 
 Usage::
 
@@ -16,7 +17,9 @@ Usage::
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -25,6 +28,14 @@ import time
 from typing import Any
 import urllib.error
 import urllib.request
+
+import pytest
+
+from tests import WAIT_S
+
+# Set to 1 where the browser must be installed (CI): then a missing one fails the tests
+# that need it instead of skipping them.
+REQUIRE_ENV = "MAXK_REQUIRE_BROWSER"
 
 # Chromium's flags for a closed network and a container: no sandbox, no GPU, nothing
 # fetched in the background, a fresh profile.
@@ -56,6 +67,17 @@ def find() -> tuple[str | None, str | None, str]:
   return chromium, driver, reason
 
 
+def require_or_skip(environ: Mapping[str, str] = os.environ) -> None:
+  """Skips the calling test, saying why, where Chromium or chromedriver is missing;
+  where ``environ`` sets ``MAXK_REQUIRE_BROWSER=1`` a missing one fails it instead."""
+  _, _, reason = find()
+  if not reason:
+    return
+  if environ.get(REQUIRE_ENV) == "1":
+    pytest.fail(f"{reason}; {REQUIRE_ENV}=1 requires them.")
+  pytest.skip(f"{reason}; {REQUIRE_ENV}=1 makes this a failure (as in CI).")
+
+
 def _free_port() -> int:
   with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
@@ -69,7 +91,7 @@ class WebDriverError(RuntimeError):
 class Chromium:
   """One headless Chromium session (a context manager) at a window of ``width x height``."""
 
-  def __init__(self, width: int = 1400, height: int = 1000, timeout: float = 60.0):
+  def __init__(self, width: int = 1400, height: int = 1000, timeout: float = WAIT_S):
     chromium, driver, reason = find()
     if reason:
       raise FileNotFoundError(reason)

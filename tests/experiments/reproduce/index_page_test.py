@@ -6,7 +6,6 @@ import os
 import nbformat
 
 from experiments.reproduce import index_page
-from experiments.reproduce import stages as stages_lib
 from notebooks import execute
 from tests.experiments.reproduce import csv_files
 
@@ -34,10 +33,8 @@ def test_index_tables_and_notebook_figures(tmp_path):
     writer = csv.DictWriter(f, fieldnames=["notebook", "figure", "caption"])
     writer.writeheader()
     writer.writerows(rows)
-  stages = [s for s in stages_lib.stages(seed=0, smoke=True) if s.name in ("lm", "notebooks")]
-  md, html_path = index_page.write_index(
-    str(tmp_path), stages, {"lm": ("ok", 1.0), "notebooks": ("ok", 2.0)}
-  )
+  stages = [csv_files.shown_stage("lm"), csv_files.shown_stage("notebooks")]
+  md, html_path = index_page.write_index(str(tmp_path), stages)
   text = open(md).read()
   assert "| stage | method | k_opt | pass@1 | pass@2 | pass@4 | max@1 | max@2 | max@4 |" in text
   assert "| base | base |  | 0.1 | 0.2 | 0.4 | 0.2 | 0.4 | 0.8 |" in text
@@ -57,11 +54,10 @@ def test_inline_code_becomes_html_code():
 
 
 def test_html_page_lists_every_figure_in_its_contents_under_a_grid(tmp_path):
-  stage = next(s for s in stages_lib.stages(seed=0, smoke=True) if s.name == "best_of_n")
   for name in ("kl_gap.png", "win_rate_vs_kl.png"):
     (tmp_path / "best_of_n").mkdir(exist_ok=True)
     (tmp_path / "best_of_n" / name).write_bytes(b"\x89PNG")
-  _, html_path = index_page.write_index(str(tmp_path), [stage], {"best_of_n": ("ok", 3.0)})
+  _, html_path = index_page.write_index(str(tmp_path), [csv_files.shown_stage("best_of_n")])
   page = open(html_path).read()
   toc = page[page.index("<nav") : page.index("</nav>")]
   main = page[page.index("<main>") : page.index("</main>")]
@@ -73,3 +69,41 @@ def test_html_page_lists_every_figure_in_its_contents_under_a_grid(tmp_path):
     assert f"<a href='#zoom-{anchor}'" in main
   assert main.index("<div class='grid'>") < main.index("<figure")
   assert "<code>python -m experiments.reproduce</code>" in page
+
+
+def test_a_failed_stage_shows_a_warning_and_none_of_its_partial_outputs(tmp_path):
+  # A stage that failed after writing part of its results and one figure.
+  header = ["bandit", "estimator", "schedule", "k_eval", "final_max_at_k_mean"]
+  rows = [["easy", "grpo", "1", 1, 0.5]]
+  csv_files.write_csv(tmp_path / "bandit_training" / "results.csv", header, rows)
+  (tmp_path / "bandit_training" / "curves_easy.png").write_bytes(b"\x89PNG")
+  status = "FAILED (exit code 1; see bandit_training/log.txt)"
+  failed = csv_files.shown_stage("bandit_training", status, smoke=False)
+  md_path, html_path = index_page.write_index(str(tmp_path), [failed])
+  md, page = open(md_path).read(), open(html_path).read()
+  assert f"> **Warning:** {status}: this stage's partial outputs are not shown." in md
+  assert "<p class='note failed' role='note'><b>Warning:</b> FAILED (exit code 1;" in page
+  for text in (md, page):
+    assert "k_opt schedule" not in text and "curves_easy.png" not in text
+  # The same files of a finished stage are shown.
+  md_path, _ = index_page.write_index(str(tmp_path), [csv_files.shown_stage("bandit_training")])
+  md = open(md_path).read()
+  assert "| easy | grpo | 1 | 0.5 |" in md and "(bandit_training/curves_easy.png)" in md
+  assert "partial outputs" not in md
+
+
+def test_each_stage_shows_its_own_command_and_sizes(tmp_path):
+  # best_of_n run now (full, seed 7) beside bandit_variance from an earlier smoke run.
+  now = csv_files.shown_stage("best_of_n", seed=7, smoke=False)
+  earlier = csv_files.shown_stage("bandit_variance", "from an earlier run", seed=0, smoke=True)
+  md_path, html_path = index_page.write_index(str(tmp_path), [now, earlier])
+  md, page = open(md_path).read(), open(html_path).read()
+  sections = dict(s.split("\n", 1) for s in md.split("\n## ")[1:])
+  assert "`python -m experiments.best_of_n --out_dir=best_of_n --seed=7`" in sections["best_of_n"]
+  assert "SMOKE" not in sections["best_of_n"]
+  assert "--seed=0 --ns=4,8" in sections["bandit_variance"]
+  assert "> **Warning:** SMOKE sizes (`--smoke`)" in sections["bandit_variance"]
+  assert "| [best_of_n](#best_of_n) | ok | full | 1 | 0 |" in md
+  assert "| [bandit_variance](#bandit_variance) | from an earlier run | smoke | 1 | 0 |" in md
+  assert "1 of 2 stages ran at SMOKE sizes" in md
+  assert "<td>smoke</td>" in page and "<p class='note smoke' role='note'>" in page

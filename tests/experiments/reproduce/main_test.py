@@ -13,14 +13,14 @@ import time
 import pytest
 
 from experiments.reproduce import index_page
+from experiments.reproduce import runner
 from tests import REPO_ROOT
+from tests import WAIT_S
 from tests import binaries
 from tests.experiments.reproduce import browser
 
 # Where the browser test keeps its screenshots besides pytest's tmp_path (CI artifacts).
 ARTIFACTS = os.path.join(REPO_ROOT, "out", "test-artifacts")
-# Set to 1 to skip the browser test where Chromium is not installed (never in CI).
-_SKIP_BROWSER = os.environ.get("MAXK_SKIP_BROWSER_TEST") == "1"
 
 
 def _pngs(out_dir):
@@ -69,7 +69,9 @@ def test_smoke_run_writes_index_with_every_figure(smoke_run):
   assert "<code>python -m experiments.reproduce</code>" in index_html
   for stage in ("best_of_n", "bandit_variance", "bandit_training"):
     assert (out / stage / "results.csv").exists() and (out / stage / "log.txt").exists()
-    assert "--seed=1" in (out / stage / "reproduce_command.txt").read_text()
+    record = runner.read_record(str(out / stage))
+    assert record.ok and record.smoke and "--seed=1" in record.command
+    assert f"`{record.command}`" in index_md
   # Figures at a legible size: at least 1000 px wide (PNG header: width at bytes 16-20).
   for png in pngs:
     with open(out / png, "rb") as f:
@@ -78,7 +80,7 @@ def test_smoke_run_writes_index_with_every_figure(smoke_run):
     assert width >= 1000, (png, width)
 
 
-def _wait_for_images(chrome, timeout=30.0):
+def _wait_for_images(chrome, timeout=WAIT_S):
   deadline = time.time() + timeout
   while time.time() < deadline:
     if chrome.execute("return Array.from(document.images).every(i => i.complete)"):
@@ -87,11 +89,9 @@ def _wait_for_images(chrome, timeout=30.0):
   raise AssertionError("images still loading")
 
 
-@pytest.mark.skipif(_SKIP_BROWSER, reason="MAXK_SKIP_BROWSER_TEST=1")
 def test_index_page_in_headless_chromium(smoke_run, tmp_path):
+  browser.require_or_skip()  # CI installs Chromium and requires it (.ci/run).
   out, _ = smoke_run
-  _, _, missing = browser.find()
-  assert not missing, missing  # CI installs Chromium (.ci/run): a missing one fails.
   pngs = _pngs(out)
   url = (out / "index.html").as_uri()
   os.makedirs(ARTIFACTS, exist_ok=True)
@@ -182,11 +182,70 @@ def test_reused_stages_on_a_second_run(smoke_run):
   assert proc.returncode == 0 and "best_of_n: reused" in proc.stdout, proc.stdout
 
 
-@pytest.mark.parametrize(
-  "flag", ["--stages=best_of_n,nope", "--stage_timeout=0", "--stage_timeout=-5"]
-)
+@pytest.mark.parametrize("flag", ["--stages=best_of_n,nope", "--stage_timeout=-5"])
 def test_bad_flag_exits_nonzero_naming_it(flag, tmp_path):
   proc = binaries.run("experiments.reproduce", f"--out_dir={tmp_path / 'out'}", flag, check=False)
   assert proc.returncode != 0
   assert flag.split("=")[0] in proc.stderr
   assert not (tmp_path / "out").exists()
+
+
+def test_selecting_no_stage_is_refused_and_leaves_the_folder_as_it_was(smoke_run):
+  out, _ = smoke_run
+  before = {name: (out / name).read_bytes() for name in ("index.md", "index.html", "config.json")}
+  proc = binaries.run(
+    "experiments.reproduce", f"--out_dir={out}", "--stages=lm", "--nolm", "--seed=7", check=False
+  )
+  assert proc.returncode == 1 and proc.stdout == ""
+  assert "--stages=lm with --nolm selects no stage." in proc.stderr.splitlines()[0]
+  assert {name: (out / name).read_bytes() for name in before} == before
+  argvs = [["--stages="], ["--stages=notebooks", "--nonotebooks"], ["--stages=all", "--nolm"]]
+  errors = binaries.flag_errors("experiments.reproduce.main", argvs)
+  assert "--stages is empty" in errors[0]
+  assert "--stages=notebooks with --nonotebooks selects no stage." in errors[1]
+  assert errors[2] is None
+
+
+def test_a_stage_out_of_time_says_how_to_go_on_and_the_page_keeps_each_stages_command(
+  smoke_run, tmp_path
+):
+  out = tmp_path / "reproduce"
+  shutil.copytree(smoke_run[0], out)
+  # No time limit unless one is asked for.
+  assert binaries.flag_errors("experiments.reproduce.main", [["--stage_timeout=0"]]) == [None]
+  # best_of_n at full size and another seed, killed at a 1 s limit.
+  proc = binaries.run(
+    "experiments.reproduce",
+    f"--out_dir={out}",
+    "--stages=best_of_n",
+    "--seed=7",
+    "--stage_timeout=1",
+    check=False,
+  )
+  assert proc.returncode == 1
+  status = "FAILED (killed at --stage_timeout=1 s; see best_of_n/log.txt)"
+  assert f"best_of_n: {status}" in proc.stderr
+  assert "rerun the same command: finished stages are reused" in proc.stderr
+  assert "raise --stage_timeout=SECONDS, or set --stage_timeout=0 (no limit)" in proc.stderr
+  # The page: each stage with the command and sizes it ran with; none of the failed
+  # stage's outputs.
+  md = (out / "index.md").read_text()
+  sections = dict(s.split("\n", 1) for s in md.split("\n## ")[1:])
+  assert "`python -m experiments.best_of_n --out_dir=best_of_n --seed=7`" in sections["best_of_n"]
+  assert f"> **Warning:** {status}" in sections["best_of_n"]
+  assert ".png" not in sections["best_of_n"] and "SMOKE" not in sections["best_of_n"]
+  assert f"| [best_of_n](#best_of_n) | {status} | full |" in md
+  for stage in ("bandit_variance", "bandit_training"):
+    assert f"| [{stage}](#{stage}) | from an earlier run | smoke |" in md
+    assert "--seed=1 " in sections[stage] and "--seed=7" not in sections[stage]
+    assert "> **Warning:** SMOKE sizes" in sections[stage]
+
+
+def test_readme_documents_every_flag():
+  with open(os.path.join(REPO_ROOT, "experiments", "reproduce", "main.py")) as f:
+    names = re.findall(r"flags\.DEFINE_\w+\(\s*\"(\w+)\"", f.read())
+  with open(os.path.join(REPO_ROOT, "README.md")) as f:
+    readme = f.read()
+  assert {"stages", "smoke", "force", "stage_timeout"} <= set(names)
+  undocumented = [n for n in names if f"`--{n}" not in readme and f"`--no{n}`" not in readme]
+  assert undocumented == []

@@ -1,6 +1,13 @@
-"""The progress display of a running stage shows our progress, not library logs."""
+"""Running a stage: its progress display (our progress, not library logs), its time
+limit, and when its finished outputs are reused."""
 
+import os
+import re
+import sys
+
+from experiments.reproduce import reproduction
 from experiments.reproduce import runner
+from experiments.reproduce import stages as stages_lib
 
 _ORBAX = (
   "I1201 05:50:09.968142 140383508437888 checkpoint_manager.py:1915] [thread=MainThread]"
@@ -36,3 +43,111 @@ def test_last_progress_line_skips_trailing_library_lines(tmp_path):
   shown = runner._last_progress_line(str(log))
   assert len(shown) <= 90 and "…" in shown
   assert runner._last_progress_line(str(tmp_path / "missing.txt")) == ""
+
+
+# XLA's slow-compile alarm as its C++ logging writes it to stderr.
+_XLA_BANNER = (
+  "E0000 00:00:1733097600.123456   12345 slow_operation_alarm.cc:65] \n"
+  + "*" * 32
+  + "\n[Compiling module jit_step] Very slow compile? If you want to file a bug, run with "
+  "envvar XLA_FLAGS=--xla_dump_to=/tmp/foo and attach the results.\n" + "*" * 32 + "\n"
+)
+
+
+def test_xla_slow_compile_banner_is_not_progress(tmp_path):
+  log = tmp_path / "log.txt"
+  log.write_text(f"$ python -m x\n{_OWN}\n{_XLA_BANNER}")
+  assert runner._last_progress_line(str(log)) == "sft step 20/200 loss 1.2345"
+  log.write_text(f"{_BAR}\n{_XLA_BANNER[: _XLA_BANNER.index('attach')]}")  # Still streaming.
+  assert runner._last_progress_line(str(log)) == _BAR
+  assert runner.progress_message("*" * 32) is None
+  assert runner.progress_message("W0000 00:00:1733097600.1 1 xla_bridge.cc:9] no GPU") is None
+
+
+# A stage binary for the tests: prints progress, then XLA's banner on file descriptor 2
+# (as C++ logging does), sleeps $FAKE_SLEEP seconds (beside a worker process of its own
+# that sleeps too), and writes results.csv holding the MAXK_SMOKE and input it saw.
+_FAKE_STAGE = f"""
+import os, subprocess, sys, time
+out = sys.argv[1].split("=", 1)[1]
+print("step 3/10", flush=True)
+os.write(2, {_XLA_BANNER.encode()!r})
+sleep = os.environ.get("FAKE_SLEEP", "0")
+if sleep != "0":
+  worker = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({{sleep}})"])
+  with open(os.path.join(out, "worker.pid"), "w") as f:
+    f.write(str(worker.pid))
+time.sleep(float(sleep))
+with open(os.path.join(out, "results.csv"), "w") as f:
+  f.write(f"smoke,input\\n{{os.environ.get('MAXK_SMOKE')}},{{os.environ.get('FAKE_INPUT')}}\\n")
+"""
+
+
+def _alive(pid):
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # A zombie has ended.
+  except FileNotFoundError:
+    return False
+
+
+def _fake_stage(tmp_path, **kwargs):
+  (tmp_path / "fake_stage.py").write_text(_FAKE_STAGE)
+  return stages_lib.Stage("fake", "a fake stage", "fake_stage", ("--seed=0",), 1, **kwargs)
+
+
+def _run(stage, out_dir, tmp_path, *, env=(), timeout=None):
+  env = reproduction.stage_env(stage, str(out_dir), base={**os.environ, **dict(env)})
+  return runner.run_stage(
+    stage, str(out_dir), cwd=str(tmp_path), env=env, force=False, timeout=timeout
+  )
+
+
+def test_a_stage_is_reused_only_when_its_identity_matches(tmp_path):
+  out = tmp_path / "out"
+  results = out / "fake" / "results.csv"
+  # Smoke and full runs differ only in an environment setting, not in their flags.
+  smoke = _fake_stage(tmp_path, env=(("MAXK_SMOKE", "1"),), smoke=True)
+  full = _fake_stage(tmp_path, env=(("MAXK_SMOKE", "0"),))
+  assert smoke.command("d") == full.command("d")
+  assert _run(smoke, out, tmp_path)[0] == "ok" and results.read_text().split()[1] == "1,None"
+  assert _run(smoke, out, tmp_path)[0] == "reused"
+  assert _run(full, out, tmp_path)[0] == "ok" and results.read_text().split()[1] == "0,None"
+  assert runner.read_record(str(out / "fake")) == runner.StageRecord(
+    runner.identity(full, str(out), {"JAX_PLATFORMS": "cpu"}),
+    "MAXK_SMOKE=0 python -m fake_stage --out_dir=fake --seed=0",
+    False,
+    "ok",
+  )
+  # An output of an earlier stage that it reads: rerun when it appears or changes.
+  reader = _fake_stage(tmp_path, inputs=(("FAKE_INPUT", "lm/results.csv"),))
+  assert _run(reader, out, tmp_path)[0] == "ok"
+  assert _run(reader, out, tmp_path)[0] == "reused"
+  (out / "lm").mkdir()
+  (out / "lm" / "results.csv").write_text("seed\n0\n")
+  assert _run(reader, out, tmp_path)[0] == "ok"
+  assert results.read_text().split()[1] == f"None,{out / 'lm' / 'results.csv'}"
+  assert _run(reader, out, tmp_path)[0] == "reused"
+  (out / "lm" / "results.csv").write_text("seed\n7\n")
+  assert _run(reader, out, tmp_path)[0] == "ok"
+  # A backend chosen in the caller's environment is part of the identity too.
+  assert _run(reader, out, tmp_path, env={"JAX_PLATFORMS": "cuda"})[0] == "ok"
+
+
+def test_a_killed_stage_says_which_limit_and_keeps_its_output_off_the_terminal(
+  tmp_path, capfd, monkeypatch
+):
+  stage = _fake_stage(tmp_path)
+  monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # The live progress line.
+  status, _ = _run(stage, tmp_path / "out", tmp_path, env={"FAKE_SLEEP": "60"}, timeout=3)
+  assert status == "FAILED (killed at --stage_timeout=3 s; see fake/log.txt)"
+  assert runner.read_record(str(tmp_path / "out" / "fake")).status == status
+  worker = int((tmp_path / "out" / "fake" / "worker.pid").read_text())
+  assert not _alive(worker)  # The processes the stage started are killed with it.
+  # The stage's stderr (XLA's banner) is in its log, not on the terminal, and the live
+  # line (shown every second) shows its progress, never the banner.
+  assert "Very slow compile" in (tmp_path / "out" / "fake" / "log.txt").read_text()
+  terminal, errors = capfd.readouterr()
+  shown = [line.strip() for line in terminal.split("\r") if line.strip()]
+  assert shown and all(re.fullmatch(r"\d+ s \|( step 3/10)?", line) for line in shown), shown
+  assert errors == ""

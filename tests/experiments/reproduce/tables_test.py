@@ -5,7 +5,6 @@ import math
 import pytest
 
 from experiments.reproduce import index_page
-from experiments.reproduce import stages as stages_lib
 from experiments.reproduce import tables
 from tests.experiments.reproduce import csv_files
 
@@ -36,15 +35,13 @@ def test_infinite_cells_do_not_stop_the_index(tmp_path):
     ["gaussian", "none", 8, 2, 0.5, "-inf"],
   ]
   csv_files.write_csv(tmp_path / "bandit_variance" / "results.csv", header, rows)
-  stage = next(s for s in stages_lib.stages(seed=0, smoke=True) if s.name == "bandit_variance")
-  md, _ = index_page.write_index(str(tmp_path), [stage], {"bandit_variance": ("ok", 1.0)})
+  md, _ = index_page.write_index(str(tmp_path), [csv_files.shown_stage("bandit_variance")])
   assert "| none | inf | 0.5 | inf |" in open(md).read()
 
 
 def test_malformed_results_become_a_note_not_a_crash(tmp_path):
   csv_files.write_csv(tmp_path / "lm" / "results.csv", ["stage", "k_eval"], [["base", 1]])
-  stage = next(s for s in stages_lib.stages(seed=0, smoke=True) if s.name == "lm")
-  md, _ = index_page.write_index(str(tmp_path), [stage], {"lm": ("ok", 1.0)})
+  md, _ = index_page.write_index(str(tmp_path), [csv_files.shown_stage("lm")])
   assert "(table unavailable: KeyError: 'method')" in open(md).read()
 
 
