@@ -59,8 +59,12 @@ def write_source(nb: nbformat.NotebookNode, path: str) -> None:
     f.write(jupytext.writes(nb, fmt="py:percent"))
 
 
+# Per cell; a limit that only ends a hung kernel, never a slow but working machine.
+CELL_TIMEOUT_S = 1800
+
+
 def execute(
-  nb: nbformat.NotebookNode, *, cwd: str, timeout: int = 600, smoke: bool | None = None
+  nb: nbformat.NotebookNode, *, cwd: str, timeout: int = CELL_TIMEOUT_S, smoke: bool | None = None
 ) -> nbformat.NotebookNode:
   """Executes ``nb`` top to bottom in a fresh python3 kernel running in ``cwd``.
 
@@ -91,7 +95,7 @@ def execute(
 
 
 def execute_notebook(
-  path: str, *, timeout: int = 600, smoke: bool | None = None
+  path: str, *, timeout: int = CELL_TIMEOUT_S, smoke: bool | None = None
 ) -> nbformat.NotebookNode:
   """Reads the notebook ``path`` and executes it in its own folder (see ``execute``)."""
   nb = nbformat.read(path, as_version=4)
