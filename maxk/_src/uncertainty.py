@@ -283,11 +283,11 @@ def mean_with_interval(
   variance are formed on the row divided by a power of two near its largest |x̂_i|,
   so they do not overflow where the result is representable (float32
   [0, 1e20, 0, 1e20] has stderr 2.89e19; [3e38] * 3 has mean 3e38 and stderr 0).
-  Cost O(P).
+  The interval is not clipped: the estimates need not be probabilities.  Cost O(P).
 
   Args:
     estimates: ``[..., P, ...]`` per-prompt estimates, prompts along ``axis``.
-    confidence: keyword-only, in (0, 1).
+    confidence: keyword-only static float in (0, 1).
     axis: keyword-only, the prompt axis.
     distribution: keyword-only, ``"normal"`` (CLT) or ``"t"``.
 
@@ -365,7 +365,7 @@ def paired_difference(
   Args:
     a: ``[..., P, ...]`` per-prompt estimates of the first method.
     b: same shape, the second method on the same prompts, in the same order.
-    confidence: keyword-only, in (0, 1).
+    confidence: keyword-only static float in (0, 1).
     axis: keyword-only, the prompt axis.
     distribution: keyword-only, ``"normal"`` or ``"t"``.
 
