@@ -117,3 +117,19 @@ def max_weights(n: int, k: int) -> np.ndarray:
   """
   j = np.arange(1, n + 1)
   return binom_ratio(j - 1, k - 1, n, k)
+
+
+def log1m_ratio(num: npt.ArrayLike, den: npt.ArrayLike) -> np.ndarray:
+  """log(1 − num/den) elementwise in float64, for 0 <= num <= den (-inf where num = den).
+
+  ``log1p(−num/den)`` while num/den < 1/2, else ``log((den − num)/den)``, whose
+  subtraction is exact there (Sterbenz); either way the result is within a few ulp
+  (relative) for exactly represented inputs, with no cancellation near num = 0 or
+  num = den.  Sums of these terms give log-ratios of products such as
+  C(n−c, k)/C(n, k) = Π_j (1 − c/(n−j)) without differencing large log-gammas.
+  """
+  num = np.asarray(num, np.float64)
+  den = np.asarray(den, np.float64)
+  with np.errstate(divide="ignore", invalid="ignore"):
+    ratio = num / den
+    return np.where(ratio < 0.5, np.log1p(-ratio), np.log((den - num) / den))

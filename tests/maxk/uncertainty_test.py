@@ -1,5 +1,8 @@
 """Tests for the across-prompt uncertainty summaries (maxk._src.uncertainty)."""
 
+from fractions import Fraction
+import math
+
 from absl.testing import parameterized
 import chex
 import jax
@@ -9,6 +12,7 @@ from scipy import integrate
 from scipy import stats
 
 import maxk
+from maxk._src.uncertainty import _critical_value
 from maxk._src.uncertainty import beta_ppf
 
 
@@ -207,3 +211,140 @@ def test_bad_input():
     maxk.bayes_at_n(np.zeros(5), 1)
   with pytest.raises(ValueError, match="correct must hold only 0/1"):
     maxk.pass_at_k_posterior(np.array([0.0, 0.5]), 1)
+
+
+_T_DOFS = [1, 2, 3, 4, 7, 10, 30, 100, 1000, 10**4, 10**5, 10**6, 10**7]
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.8, 0.9, 0.95, 0.99, 0.999])
+def test_t_critical_value_is_float64_accurate(confidence):
+  """Two-sided t quantile on the host in float64, whatever the data dtype."""
+  for dof in _T_DOFS:
+    want = stats.t.isf((1 - confidence) / 2, dof)  # 1 − confidence is exact here
+    got = _critical_value(confidence, "t", dof)
+    assert abs(got - want) <= 1e-11 * want, (dof, got, want)
+  # Closed forms: t(1) is Cauchy, t = tan(π c/2) = cot(π (1 − c)/2); t(2) has
+  # t = c √(2/((1 − c)(1 + c))).  Each is evaluated where it is well conditioned.
+  for c in (1e-9, 1e-3, confidence, 1 - 1e-9):
+    cauchy = math.tan(math.pi * c / 2) if c < 0.5 else 1 / math.tan(math.pi * (1 - c) / 2)
+    np.testing.assert_allclose(_critical_value(c, "t", 1), cauchy, rtol=1e-13)
+    t2 = c * math.sqrt(2 / ((1 - c) * (1 + c)))
+    np.testing.assert_allclose(_critical_value(c, "t", 2), t2, rtol=1e-13)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_t_interval_at_a_million_prompts(x64):
+  """The issue's case: dof = 1e6, confidence 0.9 gave 1.726 (float32 betainc) for 1.645."""
+  p = 10**6 + 1
+  x = np.zeros(p)
+  x[: p - 1] = np.tile([1.0, -1.0], (p - 1) // 2)  # mean exactly 0, s² exactly 1
+  want = stats.t.ppf(0.95, p - 1)
+  with jax.enable_x64(x64):
+    dtype = np.float64 if x64 else np.float32
+    for iv in (
+      maxk.mean_with_interval(x.astype(dtype), confidence=0.9, distribution="t"),
+      maxk.paired_difference(x.astype(dtype), np.zeros(p, dtype), confidence=0.9, distribution="t"),
+    ):
+      assert iv.hi.dtype == dtype and float(iv.mean) == 0.0
+      np.testing.assert_allclose(float(iv.stderr), 1 / math.sqrt(p), rtol=1e-14 if x64 else 1e-6)
+      crit = float(iv.hi) / float(iv.stderr)
+      np.testing.assert_allclose(crit, want, rtol=1e-14 if x64 else 3e-7)
+      assert float(iv.lo) == -float(iv.hi)
+
+
+def test_mean_and_stderr_do_not_overflow():
+  """Scaled by a power of two near max |x|: float32 [0, 1e20, 0, 1e20] used to give inf."""
+  cases = [
+    (np.float32([0, 1e20, 0, 1e20]), 5e19, 1e20 / math.sqrt(12), 1e-6),
+    (np.float16([0, 300, 0, 300]), 150.0, 300 / math.sqrt(12), 1e-3),
+    (np.float32([3e38] * 3), float(np.float32(3e38)), 0.0, 0.0),
+    (np.float32([3e38, -3e38]), 0.0, float(np.float32(3e38)), 1e-6),  # s² = 1.8e77
+  ]
+  for x, mean, stderr, rtol in cases:
+    for iv in (maxk.mean_with_interval(x), maxk.paired_difference(x, np.zeros_like(x))):
+      assert iv.mean.dtype == x.dtype
+      np.testing.assert_allclose(float(iv.mean), mean, rtol=rtol)
+      np.testing.assert_allclose(float(iv.stderr), stderr, rtol=rtol)
+      z = stats.norm.ppf(0.975)
+      if stderr * z + abs(mean) < np.finfo(x.dtype).max:
+        np.testing.assert_allclose(float(iv.hi), mean + z * stderr, rtol=max(rtol, 1e-6))
+        np.testing.assert_allclose(float(iv.lo), mean - z * stderr, rtol=max(rtol, 1e-6))
+  iv = maxk.mean_with_interval(np.float32([3e38] * 3))
+  assert float(iv.lo) == float(iv.hi) == float(np.float32(3e38))
+  split = maxk.variance_split(np.float32([0, 1e19, 0, 1e19]), np.zeros(4, np.float32))
+  np.testing.assert_allclose(split.total, 1e38 / 12, rtol=1e-6)
+  np.testing.assert_allclose(split.mean, 5e18, rtol=1e-6)
+  with jax.enable_x64(True):
+    iv = maxk.mean_with_interval(np.array([1e308] * 3 + [0.0]))
+    np.testing.assert_allclose(float(iv.mean), 0.75e308, rtol=1e-15)
+    np.testing.assert_allclose(float(iv.stderr), 0.25e308, rtol=1e-15)  # s = 1e308/2
+  # The scale carries no gradient: d stderr/dx_i = (x_i − mean)/(P (P − 1) stderr).
+  x = np.float32([1.0, 4.0, -2.0, 0.5]) * 1e18
+  g = jax.grad(lambda u: maxk.mean_with_interval(u).stderr)(x)
+  x64 = x.astype(np.float64)
+  se = x64.std(ddof=1) / 2
+  np.testing.assert_allclose(g, (x64 - x64.mean()) / (4 * 3 * se), rtol=1e-5)
+
+
+def _exact_posterior(n, k, c, prior=(1, 1)):
+  """(mean, variance) of 1 − (1 − p)^k, p ~ Beta(α0 + c, β0 + n − c), as exact rationals."""
+  a, b = Fraction(prior[0]) + c, Fraction(prior[1]) + n - c
+  m1 = math.prod((b + i) / (a + b + i) for i in range(k))
+  m2 = m1 * math.prod((b + i) / (a + b + i) for i in range(k, 2 * k))
+  return 1 - m1, m2 - m1 * m1
+
+
+@pytest.mark.parametrize("n", [1024, 4096, 16384])
+def test_posterior_tables_against_exact_rationals(n):
+  """lgamma differences gave std errors of 7.4e-7 / 9.2e-5 / 1.2e-2 (k = 1, c = 0)."""
+  for k, prior in ((1, (1, 1)), (7, (0.5, 2))):
+    cs = [0, 1, n // 3, n - 1, n]
+    rows = np.arange(n)[None] < np.array(cs)[:, None]
+    for x64 in (False, True):
+      with jax.enable_x64(x64):
+        got = maxk.pass_at_k_posterior(rows, k, prior=prior)
+        tol = 1e-13 if x64 else 6e-8  # float32: correctly rounded
+        for i, c in enumerate(cs):
+          mean, var = _exact_posterior(n, k, c, prior)
+          std = math.sqrt(float(var))
+          assert abs(float(got.mean[i]) - float(mean)) <= tol * float(mean), (k, c, x64)
+          assert abs(float(got.stderr[i]) - std) <= tol * std, (k, c, x64)
+
+
+@pytest.mark.parametrize("n,k,c", [(1024, 1000, 978), (512, 2000, 500), (256, 5000, 250)])
+def test_posterior_std_is_finite_for_k_much_larger_than_its_spread(n, k, c):
+  """exp(2 l1)·expm1(l2 − 2 l1) was 0·inf = NaN; the exact std here is below 1e-150."""
+  _, var = _exact_posterior(n, k, c)
+  assert var < Fraction(1, 10**300)
+  row = (np.arange(n) < c).astype(np.float32)
+  post = maxk.pass_at_k_posterior(row, k)
+  assert float(post.stderr) == 0.0 and float(post.mean) == 1.0
+  assert float(post.lo) <= 1.0 and float(post.hi) == 1.0
+  bayes = maxk.bayes_at_n(np.stack([row, row]), k)
+  assert float(bayes.stderr) == 0.0 and float(bayes.lo) == float(bayes.hi) == 1.0
+
+
+def test_bayes_at_n_interval_is_clipped_to_the_unit_interval():
+  # c = 1 of n = 2, k = 5: a = b = 2, m_5 = 3/28, m_10 = 1/26 exactly.
+  mean = 1 - Fraction(3, 28)
+  var = Fraction(1, 26) - Fraction(9, 784)
+  sd = math.sqrt(2 * float(var)) / 2  # two identical prompts
+  z = stats.norm.ppf(0.975)
+  got = maxk.bayes_at_n([[1, 0], [1, 0]], 5)
+  np.testing.assert_allclose([got.mean, got.stderr], [float(mean), sd], rtol=1e-6)
+  np.testing.assert_allclose(got.lo, float(mean) - z * sd, rtol=1e-6)
+  assert float(mean) + z * sd > 1.1 and float(got.hi) == 1.0  # was 1.12
+  # All wrong: μ = 1/4 with σ = √(2·3/80)/2, so μ − zσ < 0 is clipped to 0.
+  got = maxk.bayes_at_n(np.zeros((2, 2)), 1)
+  assert 0.25 - z * math.sqrt(2 * 3 / 80) / 2 < 0 and float(got.lo) == 0.0
+  np.testing.assert_allclose(got.hi, 0.25 + z * math.sqrt(2 * 3 / 80) / 2, rtol=1e-6)
+
+
+def test_posterior_needs_prompts_and_samples():
+  with pytest.raises(ValueError, match=r"correct needs P >= 1 prompts .* shape \(0, 3\)"):
+    maxk.bayes_at_n(np.zeros((0, 3)), 2)
+  for fn in (maxk.bayes_at_n, maxk.pass_at_k_posterior):
+    with pytest.raises(ValueError, match=r"correct needs n >= 1 samples .* shape \(3, 0\)"):
+      fn(np.zeros((3, 0)), 2)
+    with pytest.raises(ValueError, match="correct must be a bool or 0/1 numeric array"):
+      fn([[1, 0], [1]], 1)
