@@ -149,3 +149,19 @@ def test_float32_accuracy_against_exact_float64(n):
     got = float(maxk.max_at_k(r, k))
     assert np.isfinite(got)
     assert abs(got - want) <= 1e-5 * abs(want), (k, got, want)
+
+
+@pytest.mark.parametrize("n", [16384, 65536])
+def test_pass_at_k_table_beyond_the_exact_range_against_exact_rationals(n):
+  """Above the exact-integer range the table keeps float64 relative accuracy (x64) and
+  so rounds correctly to float32, including c = 1, k = 1 where the value is 1/n."""
+  from fractions import Fraction
+
+  for c, k in [(1, 1), (2, 8), (1, 1000), (n // 2, 3), (n - 1, n // 2)]:
+    correct = np.zeros(n, np.int32)
+    correct[:c] = 1
+    want = 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+    with jax.enable_x64(True):
+      got64 = float(maxk.pass_at_k(correct, k))
+    assert abs(Fraction(got64) - want) <= 1e-13 * want, (c, k, got64, float(want))
+    assert float(maxk.pass_at_k(correct, k)) == np.float32(float(want)), (c, k)
