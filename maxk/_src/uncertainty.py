@@ -164,7 +164,8 @@ def variance_split(estimates: ArrayLike, variances: ArrayLike, *, axis: int = -1
     axis: keyword-only, the prompt axis.
 
   Returns:
-    :class:`VarianceSplit` of arrays with the prompt axis removed.
+    :class:`VarianceSplit` of arrays with the prompt axis removed.  A NaN estimate
+    or variance makes all four outputs of its row NaN.
 
   Raises:
     ValueError: for mismatched shapes, a bad ``axis`` or fewer than 2 prompts.
@@ -177,7 +178,11 @@ def variance_split(estimates: ArrayLike, variances: ArrayLike, *, axis: int = -1
   checks.check_same_shape(x, "estimates", v, "variances")
   mean, total = _mean_and_variance_of_mean(x)
   within = jnp.mean(v, axis=-1) / x.shape[-1]
-  return VarianceSplit(mean, total, within, total - within)
+  # A NaN in either input leaves the split undefined, not just the parts it enters.
+  nan = jnp.isnan(mean) | jnp.isnan(within)
+  return VarianceSplit(
+    *(jnp.where(nan, jnp.nan, part) for part in (mean, total, within, total - within))
+  )
 
 
 def paired_difference(
