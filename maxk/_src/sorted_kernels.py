@@ -112,7 +112,9 @@ def zscore(x: jax.Array, *, eps: float | jax.Array, ddof: int = 0) -> jax.Array:
   that scale, which therefore carries no gradient.  The std's gradient is taken
   as 0 where the group is constant (instead of the NaN that d sqrt(v)/dv = ∞
   times 0 would give), so ``jax.grad`` stays finite.  Where std + eps is 0 (a
-  constant group with eps = 0, or n <= ddof) the result is 0.
+  constant group with eps = 0, or n <= ddof) the result is 0, except that a
+  group holding a NaN is all NaN (with eps = 0 its NaN std would otherwise pass
+  for the 0 of a constant group).
 
   Args:
     x: ``[..., n]`` values.
@@ -123,6 +125,7 @@ def zscore(x: jax.Array, *, eps: float | jax.Array, ddof: int = 0) -> jax.Array:
     ``[..., n]`` standardised values.
   """
   n = x.shape[-1]
+  has_nan = jnp.any(jnp.isnan(x), axis=-1, keepdims=True)
   x = from_group_max(x)
   spread = -jnp.min(x, axis=-1, keepdims=True)
   spread = lax.stop_gradient(jnp.where(jnp.isfinite(spread) & (spread > 0), spread, 1))
@@ -134,4 +137,5 @@ def zscore(x: jax.Array, *, eps: float | jax.Array, ddof: int = 0) -> jax.Array:
   std = jnp.where(positive, jnp.sqrt(jnp.where(positive, var, 1)), 0)
   denom = std + eps / spread
   safe = jnp.where(denom > 0, denom, 1)
-  return jnp.where(denom > 0, centred / safe, jnp.where(jnp.isnan(denom), jnp.nan, 0))
+  out = jnp.where(denom > 0, centred / safe, jnp.where(jnp.isnan(denom), jnp.nan, 0))
+  return jnp.where(has_nan, jnp.nan, out)

@@ -328,7 +328,8 @@ def variance_split(estimates: ArrayLike, variances: ArrayLike, *, axis: int = -1
     axis: keyword-only, the prompt axis.
 
   Returns:
-    :class:`VarianceSplit` of arrays with the prompt axis removed.
+    :class:`VarianceSplit` of arrays with the prompt axis removed.  A NaN estimate
+    or variance makes all four outputs of its row NaN.
 
   Raises:
     ValueError: for mismatched shapes, a bad ``axis`` or fewer than 2 prompts.
@@ -342,7 +343,12 @@ def variance_split(estimates: ArrayLike, variances: ArrayLike, *, axis: int = -1
   shift, mean, total = _scaled_moments(x)
   total = jnp.ldexp(total, 2 * shift)  # overflows only where the true value does
   within = jnp.mean(v, axis=-1) / x.shape[-1]
-  return VarianceSplit(jnp.ldexp(mean, shift), total, within, total - within)
+  mean = jnp.ldexp(mean, shift)
+  # A NaN in either input leaves the split undefined, not just the parts it enters.
+  nan = jnp.isnan(mean) | jnp.isnan(within)
+  return VarianceSplit(
+    *(jnp.where(nan, jnp.nan, part) for part in (mean, total, within, total - within))
+  )
 
 
 def paired_difference(
