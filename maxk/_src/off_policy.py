@@ -117,7 +117,8 @@ def max_at_k_surrogate(
     k: static int, ``1 <= k <= n``.
 
   Returns:
-    ``[...]`` the estimate J per group.
+    ``[...]`` the estimate J per group; NaN for a group with a NaN reward or
+    log-probability, and so is the gradient of every ``logp`` of that group.
 
   Raises:
     ValueError: bad ``k`` or mismatched shapes.
@@ -126,7 +127,14 @@ def max_at_k_surrogate(
   logp_old = checks.as_float_array(logp_old, "logp_old")
   checks.check_same_shape(logp, "logp", logp_old, "logp_old")
   rewards, log_ratio, n, k = _validate(rewards, logp - logp_old, k, "logp")
-  return _surrogate(rewards, log_ratio, k)
+  # The value is NaN for a group holding a NaN; the poison term makes its gradient
+  # NaN too (for k = 1, J separates over samples, so the gradient alone would stay
+  # finite for the group's other samples) and is exactly 0, with gradient 0, elsewhere.
+  bad = jnp.any(jnp.isnan(rewards) | jnp.isnan(log_ratio), axis=-1)
+  poison = jnp.where(bad, jnp.nan, 0.0) * jnp.sum(
+    jnp.where(bad[..., None], log_ratio, 0.0), axis=-1
+  )
+  return _surrogate(rewards, log_ratio, k) + poison
 
 
 @functools.partial(jax.jit, static_argnums=2)

@@ -171,3 +171,24 @@ def test_float32_large_n_stays_finite(n):
     # Σ_i a_i = k·J for the exact weights (each subset counted k times).
     j = float(maxk.max_at_k_surrogate(lr, 0 * lr, r, k)[0])
     np.testing.assert_allclose(weights["exact"].sum(), k * j, rtol=1e-4)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_surrogate_gradient_is_nan_for_a_group_with_a_nan_only(k):
+  rng = np.random.default_rng(k)
+  r = rng.random((3, 5)).astype(np.float32)
+  logp_old = np.log(rng.uniform(0.2, 1.0, (3, 5))).astype(np.float32)
+  logp = logp_old + rng.normal(0, 0.1, (3, 5)).astype(np.float32)
+  grad_fn = jax.jit(jax.grad(lambda lp, rr: jnp.sum(maxk.max_at_k_surrogate(lp, logp_old, rr, k))))
+  clean = np.asarray(grad_fn(logp, r))
+  r_nan = r.copy()
+  r_nan[1, 2] = np.nan
+  poisoned = np.asarray(grad_fn(logp, r_nan))
+  assert np.all(np.isnan(poisoned[1]))
+  np.testing.assert_array_equal(poisoned[[0, 2]], clean[[0, 2]])
+  assert np.all(np.isfinite(clean))
+  logp_nan = logp.copy()
+  logp_nan[0, 4] = np.nan
+  poisoned = np.asarray(grad_fn(logp_nan, r))
+  assert np.all(np.isnan(poisoned[0]))
+  np.testing.assert_array_equal(poisoned[1:], clean[1:])
