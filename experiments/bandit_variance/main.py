@@ -75,6 +75,7 @@ def _cells(values: dict[str, list[str]]) -> bool:
   return ns is None or ks is None or any(k <= n for k in ks for n in ns)
 
 
+outputs.register_out_dir_validator("out_dir")
 flags.register_validator("seed", lambda v: v >= 0, "--seed must be >= 0.")
 flags.register_validator(
   "policies",

@@ -135,6 +135,10 @@ def test_flag_validation():
     "--objectives=min,min": "--objectives",
     "--objectives=": "--objectives",
     "--top_m=0": "--top_m",
+    # The output folder: a file of the repository, a path below it, no path at all.
+    "--out_dir=README.md": "--out_dir",
+    "--out_dir=README.md/sub": "--out_dir",
+    "--out_dir=": "--out_dir",
   }
   argvs = [["--out_dir=unused", arg] for arg in cases]
   argvs.append(["--out_dir=unused", "--objectives=min,maxrl", "--policies=gaussian"])
