@@ -1,7 +1,8 @@
 """Writing an experiment's outputs: ``config.json``, ``results.csv`` and figures.
 
 Every binary writes its full flag configuration next to its results so that a
-result folder is self-describing and the run can be repeated exactly.
+result folder is self-describing and the run can be repeated exactly. Every binary
+checks its output folder (:func:`out_dir_problem`) before it writes anything.
 """
 
 from __future__ import annotations
@@ -10,18 +11,73 @@ from collections.abc import Mapping, Sequence
 import csv
 import json
 import os
+import sys
 from typing import Any
 
 from absl import app
 from absl import flags
 
 
-def prepare_out_dir(out_dir: str) -> str:
-  """Creates ``out_dir`` (and parents) and returns its absolute path."""
-  if not out_dir:
-    raise ValueError("--out_dir must be a non-empty path.")
+def out_dir_problem(path: str | None) -> str | None:
+  """Why ``path`` cannot be an output folder that a binary creates and writes; None if it can.
+
+  Only reads the file system (nothing is created), so it runs before anything is
+  written. A path is usable when it is a folder this process may write, or when its
+  nearest existing ancestor is such a folder (the missing folders are created).
+  Refused: an empty path, an existing file (or anything else that is not a folder),
+  a path below a file, and a folder (or nearest ancestor) without write and search
+  permission. Permissions are those of ``os.access``: a root process passes them
+  wherever the file system is writable.
+  """
+  if not path:
+    return "must be a non-empty path."
+  full = os.path.abspath(path)
+  if os.path.lexists(full) and not os.path.isdir(full):
+    return "exists and is not a folder."
+  ancestor = full
+  while not os.path.lexists(ancestor):
+    ancestor = os.path.dirname(ancestor)
+  if not os.path.isdir(ancestor):
+    return f"cannot be created: {ancestor} is not a folder."
+  if not os.access(ancestor, os.W_OK | os.X_OK):
+    return (
+      "is not writable." if ancestor == full else f"cannot be created: {ancestor} is not writable."
+    )
+  return None
+
+
+def register_out_dir_validator(flag: str = "out_dir") -> None:
+  """Registers the absl validator of :func:`out_dir_problem` on ``--flag``.
+
+  A bad folder then stops the binary while its flags are parsed, with absl's one
+  line ``FATAL Flags parsing error: flag --out_dir=PATH: <problem>`` and exit code 1,
+  before anything is written. An unset flag (None) is left to ``required=True``.
+  """
+
+  def check(value: str | None) -> bool:
+    problem = None if value is None else out_dir_problem(value)
+    if problem is not None:
+      raise flags.ValidationError(problem)
+    return True
+
+  flags.register_validator(flag, check)
+
+
+def prepare_out_dir(out_dir: str, *, flag: str = "out_dir") -> str:
+  """Creates ``out_dir`` (and parents) and returns its absolute path.
+
+  Raises:
+    ValueError: naming ``--flag`` and the problem of :func:`out_dir_problem`;
+      nothing is created then.
+  """
+  problem = out_dir_problem(out_dir)
+  if problem is not None:
+    raise ValueError(f"--{flag}={out_dir!r}: {problem}")
   out_dir = os.path.abspath(out_dir)
-  os.makedirs(out_dir, exist_ok=True)
+  try:
+    os.makedirs(out_dir, exist_ok=True)
+  except OSError as e:  # E.g. permissions that os.access does not see (NFS), a full disk.
+    raise ValueError(f"--{flag}={out_dir!r}: cannot be created ({e.strerror}).") from None
   return out_dir
 
 
@@ -75,14 +131,30 @@ def write_results_csv(
   return path
 
 
+def binary_name() -> str:
+  """The running binary as ``python -m`` names it (``experiments.best_of_n``), for
+  error lines; the script's file name when it was not started with ``-m``."""
+  spec = getattr(sys.modules["__main__"], "__spec__", None)
+  if spec is None:
+    return os.path.basename(sys.argv[0])
+  return spec.name.removesuffix(".__main__")
+
+
 def start_run(argv: Sequence[str], out_dir: str) -> str:
   """The common start of every binary's ``main``: rejects stray positional
   arguments, creates ``out_dir`` and writes every flag value to its config.json.
+
+  An unusable ``--out_dir`` (see :func:`out_dir_problem`) ends the process with one
+  line naming the flag and exit code 1, before anything is written. (Binaries that
+  register :func:`register_out_dir_validator` refuse it earlier, while parsing flags.)
 
   Returns the absolute ``out_dir``.
   """
   if len(argv) > 1:
     raise app.UsageError(f"Too many command-line arguments: {list(argv[1:])}.")
-  out_dir = prepare_out_dir(out_dir)
+  try:
+    out_dir = prepare_out_dir(out_dir)
+  except ValueError as e:
+    raise SystemExit(f"{binary_name()}: {e}") from None
   write_config(out_dir, flag_values())
   return out_dir

@@ -1,6 +1,14 @@
-"""Flags shared by launch.local, launch.slurm and launch.tpu (defined once)."""
+"""Flags shared by launch.local, launch.slurm and launch.tpu (defined once).
+
+``--sweep`` (with ``--binary``) is expanded while the flags are parsed, so a bad
+sweep (a missing or malformed file, an item such as ``seed=`` with an empty value)
+stops the launcher with absl's one-line flag error before anything is written or
+started.
+"""
 
 from absl import flags
+
+from launch import sweep as sweep_lib
 
 BINARY = flags.DEFINE_string(
   "binary", None, 'Module of the binary, e.g. experiments.best_of_n (or "binary" in a JSON sweep).'
@@ -21,3 +29,14 @@ REPO_DIR = flags.DEFINE_string(
   None,
   "The repository on the cluster machines (slurm default: this checkout; tpu default: ~/maxk).",
 )
+
+
+def _check_sweep(values: dict) -> bool:
+  try:
+    sweep_lib.expand_many(values["sweep"], out_root="/", binary=values["binary"])
+  except ValueError as e:
+    raise flags.ValidationError(str(e)) from None
+  return True
+
+
+flags.register_multi_flags_validator(["sweep", "binary"], _check_sweep)

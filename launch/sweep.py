@@ -126,29 +126,71 @@ def parse_items(items: Sequence[str]) -> dict[str, list[str]]:
   for item in items:
     if ":=" in item:
       key, values = item.split(":=", 1)
-      grid[key.strip().lstrip("-")] = [v for v in values.split(";")]
+      split = values.split(";")
     elif "=" in item:
       key, values = item.split("=", 1)
-      grid[key.strip().lstrip("-")] = [v for v in values.split(",")]
+      split = values.split(",")
     else:
       raise ValueError(f"Sweep item {item!r} must look like 'flag=v1,v2' or 'flag:=v1;v2'.")
-    if not grid[key.strip().lstrip("-")]:
-      raise ValueError(f"Sweep item {item!r} has no values.")
+    key = key.strip().lstrip("-")
+    if not key:
+      raise ValueError(f"Sweep item {item!r} names no flag.")
+    if "" in split:  # 'seed=' or 'seed=0,,1': a typo, not a run with an empty flag value.
+      raise ValueError(f"Sweep item {item!r} has an empty value.")
+    grid[key] = split
   return grid
 
 
+SPEC_KEYS = ("binary", "fixed", "grid", "grids")
+
+
+def _check_spec(spec: Any, source: str) -> dict[str, Any]:
+  """``spec`` if it has the layout of the module docstring; ValueError naming ``source``."""
+  if not isinstance(spec, Mapping):
+    raise ValueError(f"{source} must hold a JSON object, not {type(spec).__name__}.")
+  unknown = sorted(set(spec) - set(SPEC_KEYS))
+  if unknown:
+    raise ValueError(f"{source} has the unknown key(s) {unknown}; valid: {list(SPEC_KEYS)}.")
+  if "grid" in spec and "grids" in spec:
+    raise ValueError(f"{source} has both 'grid' and 'grids'; give one.")
+  grids = spec.get("grids", [spec.get("grid", {})])
+  if not isinstance(grids, list) or not grids or not all(isinstance(g, Mapping) for g in grids):
+    raise ValueError(f"{source}: 'grids' must be a non-empty list of objects, 'grid' an object.")
+  if not isinstance(spec.get("fixed", {}), Mapping):
+    raise ValueError(f"{source}: 'fixed' must be an object of flag values.")
+  if not isinstance(spec.get("binary", ""), str):
+    raise ValueError(f"{source}: 'binary' must be a module name.")
+  return dict(spec)
+
+
 def load_spec(spec: str | Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
-  """A spec from a dict, a JSON file path, a JSON string or ``flag=v1,v2`` items."""
+  """A spec from a dict, a JSON file path, a JSON string or ``flag=v1,v2`` items.
+
+  Raises:
+    ValueError: for a ``.json`` path that is no file, a file or string that is not
+      JSON or not a spec (an object of the keys :data:`SPEC_KEYS`), or bad items.
+  """
   if isinstance(spec, Mapping):
-    return dict(spec)
+    return _check_spec(spec, "The sweep spec")
   if isinstance(spec, str):
-    if os.path.exists(spec):
-      with open(spec) as f:
-        return json.load(f)
+    if spec.endswith(".json") or os.path.exists(spec):
+      try:
+        with open(spec) as f:
+          text = f.read()
+      except OSError as e:
+        raise ValueError(f"Sweep file {spec!r} cannot be read ({e.strerror}).") from None
+      return _check_spec(_json(text, f"Sweep file {spec!r}"), f"Sweep file {spec!r}")
     if spec.lstrip().startswith("{"):
-      return json.loads(spec)
+      return _check_spec(_json(spec, "The JSON sweep"), "The JSON sweep")
     spec = [s for s in re.split(r"\s+", spec.strip()) if s]
   return {"grid": parse_items(list(spec))}
+
+
+def _json(text: str, source: str) -> Any:
+  try:
+    return json.loads(text)
+  except ValueError as e:
+    raise ValueError(f"{source} is not valid JSON ({e}).") from None
 
 
 def expand(
@@ -163,7 +205,7 @@ def expand(
   binary = binary or spec.get("binary")
   if not binary:
     raise ValueError('The sweep needs a binary (--binary or "binary" in the spec).')
-  grids = spec.get("grids") or [spec.get("grid", {})]
+  grids = spec.get("grids", [spec.get("grid", {})])
   fixed = {k: _value(v) for k, v in spec.get("fixed", {}).items()}
   runs: list[Run] = []
   for grid in grids:

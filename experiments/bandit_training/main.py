@@ -85,6 +85,7 @@ def _check_hard_bandit(values: dict) -> None:
     raise ValueError(f"--num_arms={values['num_arms']} must be >= 3 for the 'hard' bandit.")
 
 
+outputs.register_out_dir_validator("out_dir")
 flags.register_validator("seed", lambda v: v >= 0, "--seed must be >= 0.")
 flags.register_validator(
   "bandits",

@@ -75,6 +75,24 @@ def _cells(values: dict[str, list[str]]) -> bool:
   return ns is None or ks is None or any(k <= n for k in ks for n in ns)
 
 
+def _check_rank_objectives(values: dict) -> None:
+  """Every objective asked for gives rows: the rank objectives run on the categorical
+  bandit only, and ``top_m`` needs a cell with ``top_m <= k <= n``."""
+  rank = [o for o in values["objectives"] if o != "max"]
+  if rank and "categorical" not in values["policies"]:
+    raise ValueError(
+      f"--objectives {rank} run on the categorical bandit only: add 'categorical' to "
+      "--policies or drop them."
+    )
+  ns, ks, m = flag_checks.ints(values["ns"]), flag_checks.ints(values["ks"]), values["top_m"]
+  if "top_m" in rank and ns and ks and not any(m <= k <= n for k in ks for n in ns):
+    raise ValueError(
+      f"--objectives=top_m needs a cell with --top_m <= k <= n; no k of --ks={ks} lies "
+      f"in [{m}, n] for an n of --ns={ns}."
+    )
+
+
+outputs.register_out_dir_validator("out_dir")
 flags.register_validator("seed", lambda v: v >= 0, "--seed must be >= 0.")
 flags.register_validator(
   "policies",
@@ -88,9 +106,7 @@ flags.register_validator(
 )
 flags.register_validator("top_m", lambda v: v >= 1, "--top_m must be an integer >= 1.")
 flags.register_multi_flags_validator(
-  ["objectives", "policies"],
-  lambda v: "max" in v["objectives"] or "categorical" in v["policies"],
-  "--objectives without 'max' need 'categorical' in --policies (rank objectives run there).",
+  ["objectives", "policies", "top_m", "ns", "ks"], flag_checks.raising(_check_rank_objectives)
 )
 flags.register_validator("estimators", flag_checks.raising(estimators_lib.parse_names))
 flags.register_validator("ns", flag_checks.int_list_at_least(2), "--ns must list integers n >= 2.")

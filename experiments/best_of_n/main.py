@@ -125,7 +125,7 @@ def _check_staircase(values):
 for _flag in _STUDY_FLAGS:
   flags.register_validator(_flag.name, functools.partial(_check, _flag.name))
 flags.register_multi_flags_validator(["cherry_eps", "cherry_step"], _check_staircase)
-flags.register_validator("out_dir", bool, "must be a non-empty path.")
+outputs.register_out_dir_validator("out_dir")
 
 
 def main(argv):

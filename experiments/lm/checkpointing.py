@@ -29,13 +29,25 @@ Orbax's metadata (empty or damaged).
 By induction the file is strictly increasing in position after every restart, so
 no position appears twice; and every step <= c was logged before the checkpoint,
 so none is lost.
+
+Each line also carries a CRC-32 of its record's values (field ``crc32``), checked
+whenever the log is read (on resume, for the final results, by the study summary):
+a value edited after it was written stops the run, naming the line, instead of
+entering the results. Chosen because it is cheap (one CRC of a line the writer
+already serialises) and the positions alone miss edited values. It guards against
+accidental edits only (a hand-edited number, a tool that rewrote the floats), not
+deliberate ones: anyone can recompute a CRC. A log written before the checksums
+(no line has one) is read unchecked and gains them when a resume rewrites it; a
+log in which only some lines have one is refused.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 import json
 import os
 from typing import Any
+import zlib
 
 import jax
 import orbax.checkpoint as ocp
@@ -44,27 +56,76 @@ from experiments.lm import workdir as workdir_lib
 
 # Orbax writes this file into every step folder it commits.
 _METADATA_FILE = "_CHECKPOINT_METADATA"
+# The field of a metrics.jsonl line that holds the CRC-32 of the record's other fields.
+CHECKSUM_FIELD = "crc32"
+
+
+def _checksum(record: dict[str, Any]) -> str:
+  return f"{zlib.crc32(json.dumps(record, sort_keys=True).encode()):08x}"
+
+
+def encode_record(record: dict[str, Any]) -> str:
+  """One line of a metrics log (no newline): ``record`` as JSON with its checksum."""
+  if CHECKSUM_FIELD in record:
+    raise ValueError(f"record must not hold the field {CHECKSUM_FIELD!r}; got {sorted(record)}.")
+  return json.dumps({**record, CHECKSUM_FIELD: _checksum(record)}, sort_keys=True)
+
+
+def decode_records(lines: Iterable[str], path: str) -> list[dict[str, Any]]:
+  """The records of a metrics log's ``lines``, checksums checked and removed.
+
+  Reading stops at the first line that is not JSON (a torn last line: nothing valid
+  follows it). Raises ``WorkdirError`` naming ``path`` and the line when a line is
+  not a JSON object, its values do not match its checksum, or only some lines carry
+  one (see the module docstring).
+  """
+  records, with_checksum = [], set()
+  for number, line in enumerate(lines, start=1):
+    try:
+      record = json.loads(line)
+    except json.JSONDecodeError:
+      break
+    if not isinstance(record, dict):
+      raise workdir_lib.WorkdirError(f"{path}, line {number}: not a JSON object.")
+    stored = record.pop(CHECKSUM_FIELD, None)
+    with_checksum.add(stored is not None)
+    if len(with_checksum) > 1:
+      raise workdir_lib.WorkdirError(
+        f"{path}, line {number}: some records carry a {CHECKSUM_FIELD} checksum and some "
+        "do not, so the file was edited."
+      )
+    if stored is not None and stored != _checksum(record):
+      raise workdir_lib.WorkdirError(
+        f"{path}, line {number}: the record's values do not match its {CHECKSUM_FIELD} "
+        "checksum (edited after it was written)."
+      )
+    records.append(record)
+  return records
 
 
 class MetricsLog:
-  """``metrics.jsonl``: append-only; truncated to a checkpoint position on resume."""
+  """``metrics.jsonl``: append-only; truncated to a checkpoint position on resume.
+
+  Every line carries its record's checksum (:func:`encode_record`), checked by
+  :meth:`read`.
+  """
 
   def __init__(self, path: str, *, writer: bool = True):
     self.path = path
     self.writer = writer  # Only process 0 writes.
 
   def read(self) -> list[dict[str, Any]]:
-    """All complete records (a torn last line is skipped)."""
+    """All complete records (a torn last line is skipped); ``WorkdirError`` for an
+    edited one (:func:`decode_records`)."""
     if not os.path.exists(self.path):
       return []
-    records = []
     with open(self.path) as f:
-      for line in f:
-        try:
-          records.append(json.loads(line))
-        except json.JSONDecodeError:
-          break  # Only the last line can be torn; nothing valid follows it.
-    return records
+      try:
+        return decode_records(f, self.path)
+      except workdir_lib.WorkdirError as e:
+        raise workdir_lib.WorkdirError(
+          f"{e} Its results cannot be trusted; use a new --workdir."
+        ) from None
 
   def rewrite(self, records: list[dict[str, Any]]) -> None:
     """Atomically replaces the log by ``records``."""
@@ -73,7 +134,7 @@ class MetricsLog:
     tmp = self.path + ".tmp"
     with open(tmp, "w") as f:
       for record in records:
-        f.write(json.dumps(record, sort_keys=True) + "\n")
+        f.write(encode_record(record) + "\n")
       f.flush()
       os.fsync(f.fileno())
     os.replace(tmp, self.path)
@@ -82,7 +143,7 @@ class MetricsLog:
     if not self.writer:
       return
     with open(self.path, "a") as f:
-      f.write(json.dumps(record, sort_keys=True) + "\n")
+      f.write(encode_record(record) + "\n")
       f.flush()
       os.fsync(f.fileno())
 

@@ -15,13 +15,15 @@ Running the same command again resumes from the last checkpoint in
 the config it was started with: a rerun with any config field changed stops with
 the fields that differ, and a second run on a workdir in use stops at once (see
 experiments/lm/workdir.py). A bad config value stops the run, naming the field,
-before anything is written.
+before anything is written; so does a ``--workdir`` that is empty, a file, below a
+file or not writable (see ``experiments.outputs.out_dir_problem``).
 """
 
 from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from experiments import outputs
 from experiments.lm import train
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -33,6 +35,7 @@ _DISTRIBUTED = flags.DEFINE_bool(
   False,
   "Call jax.distributed.initialize() first (multi-host runs); a no-op under launch.distributed.",
 )
+outputs.register_out_dir_validator("workdir")
 
 
 def main(argv):

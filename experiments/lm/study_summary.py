@@ -10,6 +10,17 @@ Every number written here is recomputed from those per-prompt counts and rewards
 :mod:`experiments.lm.reporting`, and checked against the run's own ``results.csv``
 (a folder whose files disagree, e.g. written by other code, stops the summary).
 
+The summary covers the whole study or stops (one line naming the file or run, exit
+code 1, nothing written): every task of ``configs/study.py`` with the same seeds,
+at least 2 of them, each run finished (``prompts.csv`` and ``results.csv``, and
+status ``ok`` where ``launch.local`` recorded one); every run that launch.local's
+``runs.json`` lists; no run of a task outside the study, no folder with a run's
+files but no ``config.json``; and every file readable and well formed
+(``metrics.jsonl`` lines pass their checksums, see experiments/lm/checkpointing.py).
+``--allow_incomplete`` summarises the finished runs of an incomplete study instead;
+its README then names every missing run before anything else. The title counts the
+tasks and seeds summarised.
+
 Two kinds of interval, because the seeds of the study differ in everything: each
 seed draws its own evaluation problems, warm start, training problems and samples.
 
@@ -70,13 +81,17 @@ from typing import Any
 
 from absl import app
 from absl import flags
+from absl import logging
 import jax.numpy as jnp
 import numpy as np
 
 from experiments import outputs
 from experiments import plot_style
+from experiments.lm import checkpointing
 from experiments.lm import plotting
 from experiments.lm import reporting
+from experiments.lm import workdir as workdir_lib
+from experiments.lm.configs import study as study_config
 import maxk
 
 CONFIDENCE = reporting.CONFIDENCE
@@ -101,6 +116,18 @@ CONTRAST_KS = (1, 32)
 
 _STUDY_DIR = flags.DEFINE_string("study_dir", "out/lm_study", "The study sweep's --out_root.")
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/lm_study/summary", "Where the summary goes.")
+_ALLOW_INCOMPLETE = flags.DEFINE_bool(
+  "allow_incomplete",
+  False,
+  "Summarise a study that lacks runs of its design or has fewer than 2 seeds; the "
+  "README then names the missing runs first. Default: such a study stops the summary.",
+)
+flags.register_validator(
+  "study_dir",
+  os.path.isdir,
+  "must be an existing folder (the sweep's --out_root).",
+)
+outputs.register_out_dir_validator("out_dir")
 
 
 class StudyError(ValueError):
@@ -124,9 +151,78 @@ class Run:
   seconds: float  # The launcher's wall time for the run; NaN if not recorded.
 
 
-def _read_csv(path: str) -> list[dict[str, str]]:
-  with open(path, newline="") as f:
-    return list(csv.DictReader(f))
+def _read_json(path: str) -> Any:
+  """The JSON value in ``path``; StudyError naming the file if it cannot be read."""
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except OSError as e:
+    raise StudyError(f"{path} cannot be read ({e.strerror}).") from None
+  except ValueError as e:
+    raise StudyError(f"{path} is not valid JSON ({e}).") from None
+
+
+def _read_csv(path: str, columns: Sequence[str] = ()) -> list[dict[str, str]]:
+  """The rows of ``path``; StudyError naming the file and line if it cannot be read,
+  lacks one of ``columns``, or a row has more or fewer fields than the header (a
+  truncated or edited file)."""
+  try:
+    with open(path, newline="") as f:
+      reader = csv.DictReader(f)
+      missing = [c for c in columns if c not in (reader.fieldnames or [])]
+      if missing:
+        raise StudyError(f"{path} lacks the column(s) {missing}.")
+      rows = []
+      for row in reader:
+        if None in row or None in row.values():  # Extra fields / fields missing.
+          fields = sum(v is not None for k, v in row.items() if k is not None)
+          fields += len(row.get(None) or [])
+          raise StudyError(
+            f"{path}, line {reader.line_num}: {fields} of {len(reader.fieldnames or [])} "
+            "fields (a truncated or damaged file)."
+          )
+        rows.append(row)
+  except OSError as e:
+    raise StudyError(f"{path} cannot be read ({e.strerror}).") from None
+  except csv.Error as e:
+    raise StudyError(f"{path} is not a readable CSV file ({e}).") from None
+  return rows
+
+
+PROMPT_COLUMNS = (
+  "rl_run",
+  "stage",
+  "method",
+  "k_opt",
+  "problem_key",
+  "prompt",
+  "n",
+  "correct",
+  "bin_correct",
+  "rewards",
+)
+
+
+def _count(row: dict[str, str], column: str, n: int, where: str) -> int:
+  """``row[column]`` as an integer in [0, n]; StudyError naming it otherwise."""
+  try:
+    value = int(row[column])
+  except ValueError:
+    value = -1
+  if not 0 <= value <= n:
+    raise StudyError(f"{where}: {column}={row[column]!r} is not an integer in [0, {n}].")
+  return value
+
+
+def _rewards(row: dict[str, str], n: int, where: str) -> np.ndarray:
+  """The row's n rewards, each finite in [0, 1]; StudyError naming the row otherwise."""
+  try:
+    rewards = reporting.decode_rewards(row["rewards"])
+  except ValueError:
+    rewards = np.array([np.nan], np.float32)
+  if rewards.shape != (n,) or not np.all((rewards >= 0) & (rewards <= 1)):
+    raise StudyError(f"{where}: rewards must be {n} numbers in [0, 1].")
+  return rewards
 
 
 def run_from_prompt_rows(
@@ -140,39 +236,66 @@ def run_from_prompt_rows(
   """A run's evaluations rebuilt from its per-prompt rows (prompts.csv's, in order).
 
   Raises:
-    StudyError: if the rows hold no base model, or a run covers other problems.
+    StudyError: if the rows hold no base model, a run covers other problems, or a
+      row's counts or rewards are malformed (naming its line of prompts.csv).
   """
-  by_run: dict[str, list[dict[str, str]]] = {}
-  for row in rows:
-    by_run.setdefault(row["rl_run"], []).append(row)
   where = folder or f"task {task}, seed {seed}"
+  if not rows:
+    raise StudyError(f"{where}: prompts.csv holds no rows.")
+  try:
+    n = int(rows[0]["n"])
+  except ValueError:
+    n = 0
+  if n < 1:
+    raise StudyError(f"{where}, prompts.csv line 2: n={rows[0]['n']!r} is not an integer >= 1.")
+  by_run: dict[str, list[tuple[int, dict[str, str]]]] = {}
+  for line, row in enumerate(rows, start=2):
+    if row["n"] != rows[0]["n"]:
+      raise StudyError(f"{where}, prompts.csv line {line}: n={row['n']!r}, not {n} as above.")
+    by_run.setdefault(row["rl_run"], []).append((line, row))
   if "base" not in by_run:
     raise StudyError(f"{where}: the per-prompt rows hold no base model.")
-  base_rows = by_run["base"]
+  base_rows = [row for _, row in by_run["base"]]
   evals = []
   for name, mine in by_run.items():
-    if [r["problem_key"] for r in mine] != [r["problem_key"] for r in base_rows]:
+    if [r["problem_key"] for _, r in mine] != [r["problem_key"] for r in base_rows]:
       raise StudyError(f"{where}: run {name} covers other problems than base.")
+    at = lambda line: f"{where}, prompts.csv line {line}"  # noqa: E731
     evals.append(
       reporting.Evaluation(
         run=name,
-        stage=mine[0]["stage"],
-        method=mine[0]["method"],
-        k_opt=mine[0]["k_opt"],
-        correct_P=np.array([int(r["correct"]) for r in mine], np.int64),
-        rewards_Pxn=np.stack([reporting.decode_rewards(r["rewards"]) for r in mine]),
+        stage=mine[0][1]["stage"],
+        method=mine[0][1]["method"],
+        k_opt=mine[0][1]["k_opt"],
+        correct_P=np.array([_count(r, "correct", n, at(i)) for i, r in mine], np.int64),
+        rewards_Pxn=np.stack([_rewards(r, n, at(i)) for i, r in mine]),
       )
     )
+  bin_correct = [
+    _count(r, "bin_correct", n, f"{where}, prompts.csv line {i}") for i, r in by_run["base"]
+  ]
   return Run(
     folder=folder,
     task=task,
     seed=seed,
     evals=tuple(evals),
-    bin_correct=np.array([int(r["bin_correct"]) for r in base_rows], np.int64),
+    bin_correct=np.array(bin_correct, np.int64),
     prompts=tuple(r["prompt"] for r in base_rows),
     keys=tuple(r["problem_key"] for r in base_rows),
     seconds=seconds,
   )
+
+
+RESULT_COLUMNS = (
+  "rl_run",
+  "k_eval",
+  "pass_at_k",
+  "pass_at_k_lo",
+  "pass_at_k_hi",
+  "max_at_k",
+  "max_at_k_lo",
+  "max_at_k_hi",
+)
 
 
 def check_results(
@@ -184,14 +307,16 @@ def check_results(
     raise StudyError(
       f"{where}: results.csv has {len(written)} rows, its prompts.csv gives {len(recomputed)}."
     )
-  columns = ("pass_at_k", "pass_at_k_lo", "pass_at_k_hi", "max_at_k", "max_at_k_lo", "max_at_k_hi")
-  for old, new in zip(written, recomputed):
-    same_row = (old["rl_run"], int(old["k_eval"])) == (new["rl_run"], new["k_eval"])
-    close = all(
-      math.isclose(float(old[c]), new[c], rel_tol=1e-9, abs_tol=1e-9)
-      or (math.isnan(float(old[c])) and math.isnan(new[c]))
-      for c in columns
-    )
+  for line, (old, new) in enumerate(zip(written, recomputed), start=2):
+    try:
+      same_row = (old["rl_run"], int(old["k_eval"])) == (new["rl_run"], new["k_eval"])
+      close = all(
+        math.isclose(float(old[c]), new[c], rel_tol=1e-9, abs_tol=1e-9)
+        or (math.isnan(float(old[c])) and math.isnan(new[c]))
+        for c in RESULT_COLUMNS[2:]
+      )
+    except ValueError:
+      raise StudyError(f"{where}, results.csv line {line}: a value is not a number.") from None
     if not (same_row and close):
       raise StudyError(
         f"{where}: results.csv disagrees with the numbers recomputed from its "
@@ -200,59 +325,153 @@ def check_results(
       )
 
 
-def load_runs(study_dir: str) -> list[Run]:
-  """Every run folder of ``study_dir``, sorted by task and seed.
+# Files of a run folder besides config.json (experiments.lm.main's and launch.local's):
+# a folder holding one of them but no config.json is a damaged run, not another folder.
+RUN_FILES = ("metrics.jsonl", "split.json", "checkpoints", "launch_status.json", "log.txt")
+# launch.local's list of the sweep's runs in its --out_root.
+RUNS_FILE = "runs.json"
+STUDY_BINARY = "experiments.lm.main"
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+  """The finished runs of a study folder, and the runs of its design it lacks."""
+
+  runs: tuple[Run, ...]
+  missing: tuple[str, ...]  # "<task> seed <s>: <why>" or "<folder>: <why>", one per run.
+
+  @property
+  def seeds(self) -> list[int]:
+    return sorted({r.seed for r in self.runs})
+
+
+def _identity(folder: str) -> tuple[str, int]:
+  """(task, seed) of a run folder, from its config.json."""
+  path = os.path.join(folder, "config.json")
+  config = _read_json(path)
+  try:
+    task, seed = config["task"]["name"], config["seed"]
+  except (KeyError, TypeError):
+    raise StudyError(f"{path} lacks task.name or seed.") from None
+  if not isinstance(task, str) or isinstance(seed, bool) or not isinstance(seed, int):
+    raise StudyError(f"{path}: task.name={task!r} or seed={seed!r} has the wrong type.")
+  if task not in study_config.TASKS:
+    raise StudyError(
+      f"{path}: task {task!r} is not a task of the study (experiments/lm/configs/study.py: "
+      f"{sorted(study_config.TASKS)})."
+    )
+  return task, seed
+
+
+def _launch_record(folder: str) -> tuple[str | None, float]:
+  """(why the launcher's record says the run did not finish, or None; its seconds).
+
+  A folder without ``launch_status.json`` (a run started by hand) has no record:
+  (None, NaN).
+  """
+  path = os.path.join(folder, "launch_status.json")
+  if not os.path.exists(path):
+    return None, float("nan")
+  status = _read_json(path)
+  if not isinstance(status, dict):
+    raise StudyError(f"{path} does not hold a JSON object.")
+  try:
+    seconds = float(status.get("seconds", "nan"))
+  except (TypeError, ValueError):
+    raise StudyError(f"{path}: seconds={status.get('seconds')!r} is not a number.") from None
+  if status.get("status") != "ok":
+    return f"the launcher recorded status {status.get('status')!r} ({path})", seconds
+  return None, seconds
+
+
+def _listed_runs(study_dir: str) -> list[str]:
+  """Folder names of the study binary's runs in ``study_dir/runs.json`` (none if absent)."""
+  path = os.path.join(study_dir, RUNS_FILE)
+  if not os.path.exists(path):
+    return []
+  listed = _read_json(path)
+  if not isinstance(listed, list) or not all(
+    isinstance(r, dict) and isinstance(r.get("name"), str) for r in listed
+  ):
+    raise StudyError(f"{path} is not launch.local's list of runs (objects with a name).")
+  return [r["name"] for r in listed if r.get("binary") == STUDY_BINARY]
+
+
+def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
+  """The runs of ``study_dir``, sorted by task and seed, and the runs it lacks.
+
+  The study's design is every task of ``experiments/lm/configs/study.py`` with every
+  seed that a run folder's ``config.json`` names; a run of it is missing when it has
+  no folder, is unfinished (no ``prompts.csv`` or ``results.csv``), or the launcher
+  recorded it as not finished (``failed``, ``running``, ``stopped``). Missing too:
+  every run that launch.local's ``runs.json`` lists without a folder, and a folder
+  with a run's files but no ``config.json``. Intervals over seeds need 2 or more.
+
+  Args:
+    study_dir: the study sweep's ``--out_root``.
+    allow_incomplete: summarise the finished runs of an incomplete study (fewer than
+      2 seeds, or missing runs), which ``Study.missing`` then names; otherwise any
+      of these stops.
 
   Raises:
-    StudyError: if the folder holds no run, a run is unfinished (a config.json
-      without prompts.csv), two runs share a task and seed, or a run's methods
-      differ from the other seeds' of its task.
+    StudyError: if the folder holds no finished run, a run is missing (see above,
+      unless ``allow_incomplete``), a run's task is not a task of the study, two
+      runs share a task and seed, the seeds of a task ran different methods, or a
+      file is unreadable or malformed (naming it).
   """
   if not os.path.isdir(study_dir):
     raise StudyError(f"--study_dir={study_dir!r} is not a folder.")
-  runs, unfinished = [], []
-  for name in sorted(os.listdir(study_dir)):
-    folder = os.path.join(study_dir, name)
-    config_path = os.path.join(folder, "config.json")
-    if not os.path.isfile(config_path):
-      continue
-    if not os.path.isfile(os.path.join(folder, "prompts.csv")):
-      unfinished.append(name)
-      continue
-    with open(config_path) as f:
-      config = json.load(f)
-    status_path = os.path.join(folder, "launch_status.json")
-    seconds = float("nan")
-    if os.path.exists(status_path):
-      with open(status_path) as f:
-        seconds = float(json.load(f).get("seconds", "nan"))
-    runs.append(
-      run_from_prompt_rows(
-        _read_csv(os.path.join(folder, "prompts.csv")),
-        task=str(config["task"]["name"]),
-        seed=int(config["seed"]),
-        folder=folder,
-        seconds=seconds,
-      )
-    )
-  if unfinished:
-    raise StudyError(f"Unfinished runs in {study_dir} (no prompts.csv): {unfinished}.")
-  if not runs:
-    raise StudyError(f"No run folders (config.json and prompts.csv) in {study_dir}.")
-  runs.sort(key=lambda r: (r.task, r.seed))
+  runs: list[Run] = []
+  missing: list[str] = []
   seen: dict[tuple[str, int], str] = {}
-  for run in runs:
-    if (run.task, run.seed) in seen:
-      raise StudyError(
-        f"Two runs of task {run.task}, seed {run.seed}: {seen[run.task, run.seed]} and "
-        f"{run.folder}."
-      )
-    seen[run.task, run.seed] = run.folder
+  names = sorted(n for n in os.listdir(study_dir) if os.path.isdir(os.path.join(study_dir, n)))
+  for name in names:
+    folder = os.path.join(study_dir, name)
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+      found = [f for f in RUN_FILES if os.path.exists(os.path.join(folder, f))]
+      if found:
+        missing.append(f"{folder}: holds {found[0]} but no config.json")
+      continue
+    task, seed = _identity(folder)
+    if (task, seed) in seen:
+      raise StudyError(f"Two runs of task {task}, seed {seed}: {seen[task, seed]} and {folder}.")
+    seen[task, seed] = folder
+    failed, seconds = _launch_record(folder)
+    absent = [
+      f for f in ("results.csv", "prompts.csv") if not os.path.isfile(os.path.join(folder, f))
+    ]
+    if failed or absent:
+      why = failed or f"unfinished or damaged: no {' and no '.join(absent)}"
+      missing.append(f"{task} seed {seed}: {why} ({folder})")
+      continue
+    rows = _read_csv(os.path.join(folder, "prompts.csv"), PROMPT_COLUMNS)
+    runs.append(run_from_prompt_rows(rows, task=task, seed=seed, folder=folder, seconds=seconds))
+  seeds = sorted({seed for _, seed in seen})
+  for task in study_config.TASKS:
+    missing += [f"{task} seed {s}: no run folder" for s in seeds if (task, s) not in seen]
+  missing += [
+    f"{os.path.join(study_dir, n)}: listed in {RUNS_FILE} but absent"
+    for n in _listed_runs(study_dir)
+    if n not in names
+  ]
+  if not runs:
+    raise StudyError(
+      f"No finished run folders (config.json, prompts.csv, results.csv) in {study_dir}"
+      + (f"; missing: {'; '.join(missing)}." if missing else ".")
+    )
+  if len(seeds) < 2:
+    missing.append(f"only seed {seeds[0]}: intervals over seeds need 2 or more")
+  if missing and not allow_incomplete:
+    raise StudyError(
+      f"{study_dir} is incomplete: {'; '.join(missing)}. Finish those runs, or pass "
+      "--allow_incomplete for a report that names them."
+    )
+  runs.sort(key=lambda r: (r.task, r.seed))
   for task in tasks_of(runs):
-    names = {tuple(e.run for e in r.evals) for r in runs if r.task == task}
-    if len(names) != 1:
-      raise StudyError(f"The seeds of task {task} ran different methods: {sorted(names)}.")
-  return runs
+    methods = {tuple(e.run for e in r.evals) for r in runs if r.task == task}
+    if len(methods) != 1:
+      raise StudyError(f"The seeds of task {task} ran different methods: {sorted(methods)}.")
+  return Study(runs=tuple(runs), missing=tuple(missing))
 
 
 def tasks_of(runs: Iterable[Run]) -> list[str]:
@@ -285,9 +504,8 @@ def _per_seed_tables(runs: Sequence[Run]) -> dict[str, list[dict[str, Any]]]:
     mine = reporting.report_tables(
       run.evals, run.bin_correct, seed=run.seed, prompts=run.prompts, keys=run.keys
     )
-    check_results(
-      _read_csv(os.path.join(run.folder, "results.csv")), mine["results.csv"], run.folder
-    )
+    written = _read_csv(os.path.join(run.folder, "results.csv"), RESULT_COLUMNS)
+    check_results(written, mine["results.csv"], run.folder)
     for name, rows in mine.items():
       tables[name].extend({**row, "task": run.task} for row in rows)
   return tables
@@ -442,14 +660,34 @@ OFF_POLICY_FIELDS = {
 
 
 def _off_policy_means(path: str) -> dict[tuple[str, str], tuple[dict[str, float], int]]:
-  """(run, method) -> (mean over RL steps of each OFF_POLICY_FIELDS field, steps)."""
+  """(run, method) -> (mean over RL steps of each OFF_POLICY_FIELDS field, steps).
+
+  Raises:
+    StudyError: naming the line of a line that is not a record, whose values do not
+      match its checksum (``checkpointing.decode_records``), or lacks a field.
+  """
+  try:
+    with open(path) as f:
+      lines = f.read().splitlines()
+    records = checkpointing.decode_records(lines, path)
+  except OSError as e:
+    raise StudyError(f"{path} cannot be read ({e.strerror}).") from None
+  except workdir_lib.WorkdirError as e:
+    raise StudyError(str(e)) from None
+  if len(records) != len(lines):  # A finished run's log has no torn last line.
+    raise StudyError(f"{path}, line {len(records) + 1}: not valid JSON.")
   values: dict[tuple[str, str], list[dict[str, float]]] = {}
-  with open(path) as f:
-    for line in f:
-      record = json.loads(line)
-      if record.get("stage") == "rl" and "last_ess_frac" in record:
+  for number, record in enumerate(records, start=1):
+    if record.get("stage") == "rl" and "last_ess_frac" in record:
+      try:
         fields = {c: float(record.get(f, "nan")) for f, c in OFF_POLICY_FIELDS.items()}
-        values.setdefault((record["run"], record["method"]), []).append(fields)
+        key = (str(record["run"]), str(record["method"]))
+      except (KeyError, TypeError, ValueError):
+        raise StudyError(
+          f"{path}, line {number}: an RL record needs run, method and numeric "
+          f"{sorted(OFF_POLICY_FIELDS)}."
+        ) from None
+      values.setdefault(key, []).append(fields)
   return {
     key: (
       {c: float(np.mean([s[c] for s in steps])) for c in OFF_POLICY_FIELDS.values()},
@@ -459,34 +697,48 @@ def _off_policy_means(path: str) -> dict[tuple[str, str], tuple[dict[str, float]
   }
 
 
-def split_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
-  """splits.csv: per run, the held-out split's sizes and ``overlap`` (split.json).
+def _every_or_no_run(runs: Sequence[Run], name: str) -> list[tuple[Run, str]]:
+  """(run, path of its file ``name``) for every run, or none when no run has one.
 
   Raises:
-    StudyError: if a run's split.json reports training problems that share a key
-      with an evaluation problem (``overlap`` > 0).
+    StudyError: naming the first missing file when only some runs have one (its
+      numbers would cover other seeds than the rest of the summary).
+  """
+  paths = [(run, os.path.join(run.folder, name)) for run in runs]
+  have = [os.path.exists(path) for _, path in paths]
+  if any(have) and not all(have):
+    absent = paths[have.index(False)][1]
+    raise StudyError(f"{absent} is missing, while other runs of the study have their {name}.")
+  return paths if any(have) else []
+
+
+SPLIT_FIELDS = (
+  "num_eval_problems",
+  "distinct_sft_problems",
+  "distinct_rl_problems",
+  "distinct_training_problems",
+  "overlap",
+  "key",
+)
+
+
+def split_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
+  """splits.csv: per run, the held-out split's sizes and ``overlap`` (split.json;
+  none when no run has one).
+
+  Raises:
+    StudyError: if only some runs have a split.json, one is malformed, or one
+      reports training problems that share a key with an evaluation problem
+      (``overlap`` > 0).
   """
   out = []
-  for run in runs:
-    path = os.path.join(run.folder, "split.json")
-    if not os.path.exists(path):
-      continue
-    with open(path) as f:
-      split = json.load(f)
-    if int(split["overlap"]) != 0:
+  for run, path in _every_or_no_run(runs, "split.json"):
+    split = _read_json(path)
+    if not isinstance(split, dict) or not all(f in split for f in SPLIT_FIELDS):
+      raise StudyError(f"{path} lacks one of the fields {list(SPLIT_FIELDS)}.")
+    if split["overlap"] != 0:
       raise StudyError(f"{path}: {split['overlap']} training problems are evaluation problems.")
-    out.append(
-      {
-        "task": run.task,
-        "seed": run.seed,
-        "num_eval_problems": split["num_eval_problems"],
-        "distinct_sft_problems": split["distinct_sft_problems"],
-        "distinct_rl_problems": split["distinct_rl_problems"],
-        "distinct_training_problems": split["distinct_training_problems"],
-        "overlap": split["overlap"],
-        "key": split["key"],
-      }
-    )
+    out.append({"task": run.task, "seed": run.seed, **{f: split[f] for f in SPLIT_FIELDS}})
   return out
 
 
@@ -494,22 +746,35 @@ def off_policy_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
   """off_policy.csv: per task and RL run, the mean over RL steps of the last inner
   epoch's ESS fraction, largest normalised weight and (max@k runs) relative distance
   of the first-order and PPO-clip weights from the exact ones, per seed and averaged
-  over seeds. Runs without a metrics.jsonl are left out."""
+  over seeds (none when no run has a metrics.jsonl).
+
+  Raises:
+    StudyError: if only some runs have a metrics.jsonl, one is damaged, or the seeds
+      of a task logged different RL runs or numbers of steps.
+  """
   per: dict[tuple[str, str, str], dict[int, tuple[dict[str, float], int]]] = {}
-  for run in runs:
-    path = os.path.join(run.folder, "metrics.jsonl")
-    if os.path.exists(path):
-      for (name, method), means in _off_policy_means(path).items():
-        per.setdefault((run.task, name, method), {})[run.seed] = means
+  logged: dict[str, set[tuple[str, str]]] = {}
+  for run, path in _every_or_no_run(runs, "metrics.jsonl"):
+    means = _off_policy_means(path)
+    if logged.setdefault(run.task, set(means)) != set(means):
+      raise StudyError(f"{path} logs other RL runs than the other seeds of task {run.task}.")
+    for (name, method), one in means.items():
+      per.setdefault((run.task, name, method), {})[run.seed] = one
   out = []
   for (task, name, method), by_seed in per.items():
     seeds = sorted(by_seed)
+    steps = {by_seed[s][1] for s in seeds}
+    if len(steps) != 1:
+      raise StudyError(
+        f"The seeds of task {task} logged {sorted(steps)} RL steps of run {name} "
+        "(metrics.jsonl): a log lacks records."
+      )
     row: dict[str, Any] = {
       "task": task,
       "rl_run": name,
       "method": method,
       "num_seeds": len(seeds),
-      "steps": by_seed[seeds[0]][1],
+      "steps": steps.pop(),
     }
     for column in OFF_POLICY_FIELDS.values():
       values = [by_seed[s][0][column] for s in seeds]
@@ -583,8 +848,6 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
 
 _REPORT_HEADER = """\
-# LM study: every estimator, two tasks, three seeds
-
 Written by `python -m experiments.lm.study_summary` from the runs of
 `python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study`
 (config `experiments/lm/configs/study.py`). Each seed draws its own held-out
@@ -694,9 +957,44 @@ def _off_policy_table(off_policy: Sequence[dict[str, Any]]) -> list[str]:
   )
 
 
-def report_markdown(runs, summary, paired_summary, unsolved_summary, off_policy) -> str:
-  """README.md of the summary folder: what ran, and per task the tables of its rows."""
-  lines = [_REPORT_HEADER]
+_NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def _count_of(count: int, noun: str) -> str:
+  """``three seeds``, ``one task``; digits from 10 on."""
+  word = _NUMBER_WORDS[count] if count < len(_NUMBER_WORDS) else str(count)
+  return f"{word} {noun}{'' if count == 1 else 's'}"
+
+
+def report_title(runs: Sequence[Run]) -> str:
+  """The README's title, counting the tasks and the seeds summarised."""
+  tasks, seeds = tasks_of(runs), {r.seed for r in runs}
+  return (
+    f"# LM study: every estimator, {_count_of(len(tasks), 'task')}, {_count_of(len(seeds), 'seed')}"
+  )
+
+
+def _incomplete_note(missing: Sequence[str]) -> list[str]:
+  """The README's warning that the study lacks runs (``--allow_incomplete``)."""
+  if not missing:
+    return []
+  lines = [
+    "**INCOMPLETE STUDY.** Summarised with `--allow_incomplete` without these runs of",
+    "its design; its intervals and verdicts cover fewer seeds than designed, and the",
+    "tasks may differ in their seeds:",
+    "",
+  ]
+  return lines + [f"* {m}" for m in missing] + [""]
+
+
+def report_markdown(
+  runs, summary, paired_summary, unsolved_summary, off_policy, missing: Sequence[str] = ()
+) -> str:
+  """README.md of the summary folder: what ran (and, first, the runs ``missing``
+  from an incomplete study), and per task the tables of its rows."""
+  lines = [report_title(runs), ""]
+  lines += _incomplete_note(missing)
+  lines += [_REPORT_HEADER]
   lines += _table(
     ("task", "seed", "methods", "problems", "minutes"),
     (
@@ -719,19 +1017,32 @@ def report_markdown(runs, summary, paired_summary, unsolved_summary, off_policy)
 # ------------------------------------------------------------------------- main
 
 
-def summarize(study_dir: str, out_dir: str) -> dict[str, list[dict[str, Any]]]:
-  """Writes every output of the module docstring to ``out_dir``; returns the tables."""
-  runs = load_runs(study_dir)
+def summarize(
+  study_dir: str, out_dir: str, *, allow_incomplete: bool = False
+) -> dict[str, list[dict[str, Any]]]:
+  """Writes every output of the module docstring to ``out_dir``; returns the tables.
+
+  Raises:
+    StudyError: the study cannot be summarised (see :func:`load_study`; with
+      ``allow_incomplete`` the README names the missing runs instead), before
+      anything is written.
+  """
+  study = load_study(study_dir, allow_incomplete=allow_incomplete)
+  for line in study.missing:
+    logging.warning("Incomplete study, summarised without: %s", line)
+  runs = study.runs
   tables = _per_seed_tables(runs)
   tables["summary.csv"] = summary_rows(tables)
   tables["paired_summary.csv"] = paired_summary_rows(tables["paired.csv"])
   tables["unsolved_summary.csv"] = unsolved_summary_rows(tables["unsolved.csv"])
   tables["off_policy.csv"] = off_policy_rows(runs)
   tables["splits.csv"] = split_rows(runs)
-  os.makedirs(out_dir, exist_ok=True)
+  out_dir = outputs.prepare_out_dir(out_dir)
   for name, rows in tables.items():
     if rows:
       outputs.write_results_csv(out_dir, rows, filename=name)
+    elif os.path.exists(os.path.join(out_dir, name)):
+      os.remove(os.path.join(out_dir, name))  # A previous summary's table, now empty.
   tasks = tasks_of(runs)
   write_figures(out_dir, tables, tasks)
   report = report_markdown(
@@ -740,6 +1051,7 @@ def summarize(study_dir: str, out_dir: str) -> dict[str, list[dict[str, Any]]]:
     tables["paired_summary.csv"],
     tables["unsolved_summary.csv"],
     tables["off_policy.csv"],
+    study.missing,
   )
   with open(os.path.join(out_dir, "README.md"), "w") as f:
     f.write(report)
@@ -747,9 +1059,14 @@ def summarize(study_dir: str, out_dir: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def main(argv: Sequence[str]) -> None:
+  """The binary: :func:`summarize`, a refused study ending the process with one error
+  line and exit code 1."""
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  summarize(_STUDY_DIR.value, _OUT_DIR.value)
+  try:
+    summarize(_STUDY_DIR.value, _OUT_DIR.value, allow_incomplete=_ALLOW_INCOMPLETE.value)
+  except StudyError as e:
+    raise SystemExit(f"experiments.lm.study_summary: {e}") from None
 
 
 if __name__ == "__main__":

@@ -126,11 +126,18 @@ def claim(workdir: str, record: Mapping[str, Any], *, writer: bool = True) -> It
     record: what ``config.json`` holds (the config as a dict plus run facts).
     writer: whether this process writes the workdir (process 0); the others only get
       the path.
+
+  Raises:
+    WorkdirError: (writer) ``workdir`` is empty, a file, below a file or not
+      writable (``outputs.out_dir_problem``), is in use, or holds another config.
   """
-  workdir = os.path.abspath(workdir)
   if not writer:
-    yield workdir
+    yield os.path.abspath(workdir)
     return
+  problem = outputs.out_dir_problem(workdir)
+  if problem is not None:
+    raise WorkdirError(f"--workdir={workdir!r}: {problem}")
+  workdir = os.path.abspath(workdir)
   if os.path.isdir(workdir):
     check_config(workdir, record)  # Refuse before creating even the lock file.
   os.makedirs(workdir, exist_ok=True)

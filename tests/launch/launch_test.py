@@ -123,6 +123,33 @@ def test_expand_errors():
   assert len(long[0].name) <= 120
 
 
+def test_malformed_sweeps_are_refused(tmp_path):
+  def written(name, text):
+    (tmp_path / name).write_text(text)
+    return str(tmp_path / name)
+
+  cases = {
+    # Once a run with --seed= (an empty value) that could only fail.
+    "seed=": "'seed=' has an empty value",
+    "seed=0,,1": "has an empty value",
+    "=0,1": "names no flag",
+    # Once "must look like 'flag=v1,v2'" for a file that does not exist.
+    str(tmp_path / "missing.json"): "cannot be read",
+    # Once an AttributeError traceback.
+    written("list.json", "[1, 2]"): "must hold a JSON object, not list",
+    written("bad.json", '{"grid": '): "is not valid JSON",
+    # Once a single run with no grid value, silently.
+    written("typo.json", '{"binary": "b", "grdi": {"seed": [0, 1]}}'): "unknown key(s) ['grdi']",
+    written("both.json", '{"binary": "b", "grid": {}, "grids": [{}]}'): "both 'grid' and 'grids'",
+    written("none.json", '{"binary": "b", "grids": []}'): "non-empty list of objects",
+    written("fixed.json", '{"binary": "b", "fixed": [1]}'): "'fixed' must be an object",
+  }
+  for spec, problem in cases.items():
+    with pytest.raises(ValueError) as error:
+      sweep.expand_many([spec], out_root="/o", binary="b")
+    assert problem in str(error.value), (spec, error.value)
+
+
 def test_example_sweep_files_expand():
   folder = os.path.join(_ROOT, "launch", "sweeps")
   files = sorted(f for f in os.listdir(folder) if f.endswith(".json"))
@@ -225,6 +252,25 @@ def test_bad_flag_value_is_one_error_naming_the_flag(flag, fake_binary, tmp_path
   errors = [line for line in proc.stderr.splitlines() if flag.split("=")[0] in line]
   assert len(errors) == 1, proc.stderr
   assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("case", ["empty value", "missing file", "list file", "file as out_root"])
+def test_a_bad_sweep_or_out_root_is_one_error_and_starts_nothing(case, fake_binary, tmp_path):
+  (tmp_path / "list.json").write_text("[1, 2]")
+  (tmp_path / "a_file").write_text("")
+  args = {
+    "empty value": ["--sweep=seed=", f"--out_root={tmp_path / 'o'}"],
+    "missing file": [f"--sweep={tmp_path / 'missing.json'}", f"--out_root={tmp_path / 'o'}"],
+    "list file": [f"--sweep={tmp_path / 'list.json'}", f"--out_root={tmp_path / 'o'}"],
+    "file as out_root": ["--sweep=seed=0", f"--out_root={tmp_path / 'a_file' / 'o'}"],
+  }[case]
+  proc = _launch(f"--binary={fake_binary}", *args)
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+  errors = [line for line in proc.stderr.splitlines() if "Flags parsing error" in line]
+  assert len(errors) == 1, proc.stderr
+  flag = "--out_root" if case == "file as out_root" else "sweep="
+  assert flag in errors[0], errors[0]
+  assert sorted(os.listdir(tmp_path)) == ["a_file", "fakepkg", "list.json"]  # Nothing written.
 
 
 def test_changed_fixed_flag_is_an_error_not_a_skip(fake_binary, tmp_path):

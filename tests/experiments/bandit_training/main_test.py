@@ -86,6 +86,10 @@ def test_flag_validation():
     "--seed=-1": "--seed",
     "--bandits=easy,medium": "--bandits",
     "--estimators=magic": "magic",
+    # The output folder: a file of the repository, a path below it, no path at all.
+    "--out_dir=README.md": "--out_dir",
+    "--out_dir=README.md/sub": "--out_dir",
+    "--out_dir=": "--out_dir",
   }
   argvs = [["--out_dir=unused", arg] for arg in cases]
   argvs.append(["--out_dir=unused", "--bandits=easy", "--num_arms=2"])

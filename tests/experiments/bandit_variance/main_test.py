@@ -135,6 +135,10 @@ def test_flag_validation():
     "--objectives=min,min": "--objectives",
     "--objectives=": "--objectives",
     "--top_m=0": "--top_m",
+    # The output folder: a file of the repository, a path below it, no path at all.
+    "--out_dir=README.md": "--out_dir",
+    "--out_dir=README.md/sub": "--out_dir",
+    "--out_dir=": "--out_dir",
   }
   argvs = [["--out_dir=unused", arg] for arg in cases]
   argvs.append(["--out_dir=unused", "--objectives=min,maxrl", "--policies=gaussian"])
@@ -150,9 +154,26 @@ def test_flag_validation():
       "--top_m=3",
     ]
   )
+  # Every objective asked for gives rows. Once the first died after writing
+  # config.json, and the second exited 0 without top_m.
+  objectives = [
+    ["--objectives=top_m", "--top_m=99"],
+    ["--objectives=max,top_m", "--policies=gaussian"],
+    ["--objectives=max,top_m", "--top_m=9", "--ks=1,4,8", "--ns=4,8,16"],
+    ["--objectives=max,top_m", "--top_m=9", "--ks=1,4,8", "--ns=4,8,16", "--policies=gaussian"],
+    ["--objectives=top_m", "--top_m=8", "--ks=8", "--ns=8"],
+    ["--objectives=max,min", "--top_m=99"],  # top_m is not asked for.
+  ]
+  argvs += [["--out_dir=unused", *argv] for argv in objectives]
   errors = binaries.flag_errors(MAIN, argvs)
   for (arg, name), error in zip(cases.items(), errors):
     assert error is not None and name in error, (arg, error)
+  errors, objective_errors = errors[: -len(objectives)], errors[-len(objectives) :]
   assert "--objectives" in errors[-3] and "categorical" in errors[-3]
   assert "k <= n" in errors[-2]
   assert errors[-1] is None
+  for error in objective_errors[0], objective_errors[2]:
+    assert error is not None and "--top_m <= k <= n" in error, error
+  for error in objective_errors[1], objective_errors[3]:
+    assert error is not None and "categorical bandit only" in error, error
+  assert objective_errors[4:] == [None, None]

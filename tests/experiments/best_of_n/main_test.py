@@ -70,7 +70,11 @@ def test_binary_writes_every_output(tmp_path):
 
 @pytest.mark.parametrize(
   "flag, rule",
-  [("--num_mc_draws=0", "must be an integer >= 1"), ("--uniform_sizes=10,0", "has '0'")],
+  [
+    ("--num_mc_draws=0", "must be an integer >= 1"),
+    ("--uniform_sizes=10,0", "has '0'"),
+    ("--out_dir=README.md/sub", "cannot be created: "),  # Below a file (in the repository).
+  ],
 )
 def test_bad_flag_exits_with_one_line_naming_it(tmp_path, flag, rule):
   out_dir = tmp_path / "out"

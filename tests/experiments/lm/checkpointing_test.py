@@ -1,5 +1,7 @@
 """Tests of experiments.lm.checkpointing: the metrics log and damaged checkpoint folders."""
 
+import binascii
+import json
 import os
 import shutil
 
@@ -26,6 +28,36 @@ def test_metrics_log_skips_a_torn_last_line_and_rewrites_atomically(tmp_path):
   reader.append({"stage": "sft", "step": 2})
   reader.rewrite([])
   assert log.read() == [{"stage": "sft", "step": 1}]  # Only the writer writes.
+
+
+def test_metrics_log_checksums_catch_an_edited_value(tmp_path):
+  log = checkpointing.MetricsLog(str(tmp_path / "metrics.jsonl"))
+  records = [{"stage": "sft", "step": 1, "loss": 0.5}, {"stage": "sft", "step": 2, "loss": 0.25}]
+  for record in records:
+    log.append(record)
+  with open(log.path) as f:
+    lines = f.readlines()
+  for line, record in zip(lines, records):  # CRC-32 of the record's canonical JSON.
+    expected = binascii.crc32(json.dumps(record, sort_keys=True).encode())
+    assert json.loads(line)["crc32"] == f"{expected:08x}"
+  assert log.read() == records
+  # Edited values: once read back as if they had been logged.
+  with open(log.path, "w") as f:
+    f.write(lines[0] + lines[1].replace("0.25", "0.2"))
+  with pytest.raises(workdir.WorkdirError, match=r"metrics.jsonl, line 2: .* do not match"):
+    log.read()
+  # A log written before checksums is read unchecked; a rewrite adds them.
+  with open(log.path, "w") as f:
+    f.writelines(json.dumps(r) + "\n" for r in records)
+  assert log.read() == records
+  log.rewrite(log.read())
+  with open(log.path) as f:
+    assert all("crc32" in json.loads(line) for line in f)
+  # Only some lines with a checksum: one was edited (its checksum dropped).
+  with open(log.path, "a") as f:
+    f.write(json.dumps({"stage": "sft", "step": 3, "loss": 0.1}) + "\n")
+  with pytest.raises(workdir.WorkdirError, match="line 3: some records carry"):
+    log.read()
 
 
 def _save(directory, steps):

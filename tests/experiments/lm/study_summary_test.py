@@ -10,11 +10,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from experiments.lm import checkpointing
 from experiments.lm import reporting
 from experiments.lm import study_summary
+from tests import binaries
 
 N = 8  # Samples per problem.
 RUNS = ("grpo", "max_at_k_k1", "max_at_k_k8")
+TASKS = ("countdown", "program")  # The tasks of configs/study.py.
 
 
 def _evals(rng, num_problems, shift):
@@ -63,16 +66,16 @@ def _write_run(root, task, seed, *, num_problems=12, shift=0.1):
     json.dump(split, f)
   with open(os.path.join(folder, "launch_status.json"), "w") as f:
     json.dump({"status": "ok", "seconds": 60.0 * (seed + 1)}, f)
-  with open(os.path.join(folder, "metrics.jsonl"), "w") as f:
-    for step, ess in enumerate((0.9, 0.7)):
-      for name in RUNS:
-        record = {"stage": "rl", "run": name, "method": f"{name}/m", "step": step + 1}
-        f.write(json.dumps({**record, "last_ess_frac": ess, "last_max_weight": 0.2 + seed}) + "\n")
+  log = checkpointing.MetricsLog(os.path.join(folder, "metrics.jsonl"))
+  for step, ess in enumerate((0.9, 0.7)):
+    for name in RUNS:
+      record = {"stage": "rl", "run": name, "method": f"{name}/m", "step": step + 1}
+      log.append({**record, "last_ess_frac": ess, "last_max_weight": 0.2 + seed})
   return folder
 
 
 def _make_study(root):
-  for task in ("alpha", "beta"):
+  for task in TASKS:
     for seed in (0, 1, 2):
       _write_run(root, task, seed)
   return root
@@ -107,7 +110,7 @@ def _t_interval(values):
 def test_summary_is_the_mean_over_seeds_with_a_t_interval(out):
   results = _read(os.path.join(out, "results.csv"))
   summary = _read(os.path.join(out, "summary.csv"))
-  assert {r["task"] for r in results} == {"alpha", "beta"}
+  assert {r["task"] for r in results} == {"countdown", "program"}
   assert len(results) == 2 * 3 * (1 + len(RUNS)) * N
   checked = 0
   for row in summary:
@@ -207,9 +210,9 @@ def test_outputs_figures_and_report(out):
     "unsolved_summary.csv",
     "off_policy.csv",
     "splits.csv",
-    "pass_at_k_alpha.png",
-    "bins_beta.png",
-    "contrasts_alpha.png",
+    "pass_at_k_countdown.png",
+    "bins_program.png",
+    "contrasts_countdown.png",
     "README.md",
   ):
     assert os.path.getsize(os.path.join(out, name)) > 0, name
@@ -217,52 +220,252 @@ def test_outputs_figures_and_report(out):
   assert len(prompts) == 2 * 3 * (1 + len(RUNS)) * 12
   with open(os.path.join(out, "README.md")) as f:
     report = f.read()
-  assert "## alpha" in report and "## beta" in report
+  assert "## countdown" in report and "## program" in report
   assert "k_opt = 8 vs k_opt = 1" in report  # A contrast whose runs exist.
   assert "RLOO vs GRPO" not in report  # No rloo run: no row for it.
 
 
 def test_a_results_file_that_disagrees_with_its_prompts_stops(study, tmp_path):
-  path = os.path.join(study, "alpha_seed1", "results.csv")
+  path = os.path.join(study, "countdown_seed1", "results.csv")
   rows = _read(path)
   rows[5]["pass_at_k"] = str(float(rows[5]["pass_at_k"]) + 0.01)
   with open(path, "w", newline="") as f:
     writer = csv.DictWriter(f, fieldnames=list(rows[0]))
     writer.writeheader()
     writer.writerows(rows)
-  with pytest.raises(study_summary.StudyError, match="alpha_seed1.*disagrees"):
+  with pytest.raises(study_summary.StudyError, match="countdown_seed1.*disagrees"):
     study_summary.summarize(study, str(tmp_path / "out"))
 
 
-def test_unfinished_and_duplicate_runs_stop(tmp_path):
-  root = str(tmp_path / "study")
-  _write_run(root, "alpha", 0)
-  os.makedirs(os.path.join(root, "alpha_seed1"))
-  with open(os.path.join(root, "alpha_seed1", "config.json"), "w") as f:
-    json.dump({"task": {"name": "alpha"}, "seed": 1}, f)
-  with pytest.raises(study_summary.StudyError, match="Unfinished.*alpha_seed1"):
-    study_summary.load_runs(root)
-  os.remove(os.path.join(root, "alpha_seed1", "config.json"))
-  os.rmdir(os.path.join(root, "alpha_seed1"))
-  shutil.copytree(os.path.join(root, "alpha_seed0"), os.path.join(root, "zz_copy"))
-  with pytest.raises(study_summary.StudyError, match="Two runs of task alpha, seed 0"):
-    study_summary.load_runs(root)
+def test_unfinished_and_duplicate_runs_stop(study):
+  # A run without prompts.csv, once accepted only when no other run lacked it.
+  os.remove(os.path.join(study, "countdown_seed1", "prompts.csv"))
+  with pytest.raises(study_summary.StudyError, match="countdown seed 1: unfinished.*prompts.csv"):
+    study_summary.load_study(study)
+  shutil.rmtree(os.path.join(study, "countdown_seed1"))
+  shutil.copytree(os.path.join(study, "countdown_seed0"), os.path.join(study, "zz_copy"))
+  with pytest.raises(study_summary.StudyError, match="Two runs of task countdown, seed 0"):
+    study_summary.load_study(study)
 
 
 def test_missing_or_empty_study_dir_stops(tmp_path):
   with pytest.raises(study_summary.StudyError, match="not a folder"):
-    study_summary.load_runs(str(tmp_path / "nope"))
-  with pytest.raises(study_summary.StudyError, match="No run folders"):
-    study_summary.load_runs(str(tmp_path))
+    study_summary.load_study(str(tmp_path / "nope"))
+  with pytest.raises(study_summary.StudyError, match="No finished run folders"):
+    study_summary.load_study(str(tmp_path))
+
+
+def _rewrite_json(path, **changes):
+  with open(path) as f:
+    value = json.load(f)
+  with open(path, "w") as f:
+    json.dump({**value, **changes}, f)
+
+
+@pytest.mark.parametrize(
+  "damage, expected",
+  [
+    # A deleted seed folder once gave a summary over 2 seeds for that task.
+    (
+      lambda d: shutil.rmtree(os.path.join(d, "program_seed2")),
+      "incomplete: program seed 2: no run folder",
+    ),
+    # A deleted config.json once made the folder invisible.
+    (
+      lambda d: os.remove(os.path.join(d, "countdown_seed1", "config.json")),
+      "countdown_seed1: holds metrics.jsonl but no config.json",
+    ),
+    # A renamed task once became a silent extra task with one seed.
+    (
+      lambda d: _rewrite_json(
+        os.path.join(d, "program_seed1", "config.json"), task={"name": "program2"}
+      ),
+      "program_seed1/config.json: task 'program2' is not a task of the study",
+    ),
+    # A failed run (status from launch.local) once counted as finished.
+    (
+      lambda d: _rewrite_json(
+        os.path.join(d, "countdown_seed0", "launch_status.json"), status="failed (1)"
+      ),
+      "countdown seed 0: the launcher recorded status 'failed \\(1\\)'",
+    ),
+    # One seed only once gave NaN intervals without a word.
+    (
+      lambda d: [shutil.rmtree(os.path.join(d, f"{t}_seed{s}")) for t in TASKS for s in (1, 2)],
+      "only seed 0: intervals over seeds need 2 or more",
+    ),
+  ],
+)
+def test_an_incomplete_study_stops(study, damage, expected):
+  damage(study)
+  with pytest.raises(study_summary.StudyError, match=expected):
+    study_summary.load_study(study)
+
+
+def test_runs_listed_by_the_launcher_must_all_be_there(study):
+  listed = [{"name": n, "binary": "experiments.lm.main"} for n in sorted(os.listdir(study))]
+  listed.append({"name": "config.seed-3", "binary": "experiments.lm.main"})
+  listed.append({"name": "other", "binary": "experiments.best_of_n"})  # Not the study's.
+  with open(os.path.join(study, "runs.json"), "w") as f:
+    json.dump(listed, f)
+  with pytest.raises(study_summary.StudyError, match="config.seed-3: listed in runs.json"):
+    study_summary.load_study(study)
+  listed.pop(-2)
+  with open(os.path.join(study, "runs.json"), "w") as f:
+    json.dump(listed, f)
+  assert len(study_summary.load_study(study).runs) == 6
+
+
+def test_allow_incomplete_names_the_missing_runs_first(study, tmp_path, monkeypatch):
+  monkeypatch.setattr(study_summary, "write_figures", lambda *args: [])  # Not read here.
+  shutil.rmtree(os.path.join(study, "program_seed2"))
+  out = str(tmp_path / "out")
+  study_summary.summarize(study, out, allow_incomplete=True)
+  with open(os.path.join(out, "README.md")) as f:
+    report = f.read().splitlines()
+  assert report[0] == "# LM study: every estimator, two tasks, three seeds"
+  assert report[2].startswith("**INCOMPLETE STUDY.**")
+  assert "* program seed 2: no run folder" in report[:10]
+  summary = _read(os.path.join(out, "summary.csv"))
+  seeds = {(r["task"], r["seeds"]) for r in summary if r["scope"] == "all"}
+  assert seeds == {("countdown", "0 1 2"), ("program", "0 1")}
+
+
+def test_report_title_counts_the_tasks_and_seeds_summarised():
+  def runs(tasks, seeds):
+    return [study_summary.Run("", t, s, (), np.zeros(0), (), (), 0.0) for t in tasks for s in seeds]
+
+  title = study_summary.report_title
+  assert title(runs(TASKS, (0, 1, 2))) == "# LM study: every estimator, two tasks, three seeds"
+  assert title(runs(TASKS, (4, 7))) == "# LM study: every estimator, two tasks, two seeds"
+  assert title(runs(TASKS[:1], range(12))) == "# LM study: every estimator, one task, 12 seeds"
+
+
+def _replace_in(path, old, new):
+  with open(path) as f:
+    text = f.read()
+  assert old in text
+  with open(path, "w") as f:
+    f.write(text.replace(old, new, 1))
+
+
+def _truncate(path):
+  """Cuts the file 20 characters into its 11th line (a copy stopped mid-write)."""
+  with open(path) as f:
+    lines = f.readlines()
+  with open(path, "w") as f:
+    f.write("".join(lines[:10]) + lines[10][:20])
+
+
+@pytest.mark.parametrize(
+  "damage, expected",
+  [
+    (
+      lambda d: os.remove(os.path.join(d, "countdown_seed1", "results.csv")),
+      "countdown seed 1: unfinished or damaged: no results.csv",
+    ),
+    (
+      lambda d: _replace_in(os.path.join(d, "program_seed0", "prompts.csv"), ",8,", ",x,"),
+      r"program_seed0, prompts.csv line \d+: n='x'",
+    ),
+    (
+      lambda d: _truncate(os.path.join(d, "program_seed0", "prompts.csv")),
+      r"program_seed0/prompts.csv, line 11: \d of 15 fields",
+    ),
+    (
+      lambda d: _replace_in(os.path.join(d, "countdown_seed2", "config.json"), "}", ""),
+      "countdown_seed2/config.json is not valid JSON",
+    ),
+    (
+      lambda d: _replace_in(os.path.join(d, "countdown_seed2", "launch_status.json"), ":", ""),
+      "countdown_seed2/launch_status.json is not valid JSON",
+    ),
+    (
+      lambda d: _replace_in(os.path.join(d, "program_seed1", "split.json"), "{", "["),
+      "program_seed1/split.json is not valid JSON",
+    ),
+    (
+      lambda d: _replace_in(os.path.join(d, "program_seed1", "metrics.jsonl"), "\n{", "\n{{"),
+      "program_seed1/metrics.jsonl, line 2: not valid JSON",
+    ),
+    # An edited value (the checksum of each record), once invisible.
+    (
+      lambda d: _replace_in(os.path.join(d, "program_seed1", "metrics.jsonl"), "0.7", "0.75"),
+      r"program_seed1/metrics.jsonl, line 4: the record's values do not match its crc32",
+    ),
+    (
+      lambda d: os.remove(os.path.join(d, "program_seed1", "metrics.jsonl")),
+      "program_seed1/metrics.jsonl is missing",
+    ),
+    (
+      lambda d: _replace_in(
+        os.path.join(d, "program_seed1", "results.csv"), "base,base,,1,1,", "base,base,,x,1,"
+      ),
+      r"program_seed1, results.csv line 2: a value is not a number",
+    ),
+  ],
+)
+def test_a_damaged_file_is_named(study, tmp_path, damage, expected):
+  damage(study)
+  with pytest.raises(study_summary.StudyError, match=expected):
+    study_summary.summarize(study, str(tmp_path / "out"))
+  assert not (tmp_path / "out").exists()
+
+
+def test_correct_must_be_a_count_of_n():
+  base = {
+    "rl_run": "base",
+    "stage": "base",
+    "method": "base",
+    "k_opt": "",
+    "problem_key": "p",
+    "prompt": "q",
+    "n": "2",
+    "bin_correct": "0",
+    "rewards": "0 1",
+  }
+  for correct in ("x", "3", "-1", "1.5"):
+    with pytest.raises(study_summary.StudyError, match=f"line 2: correct='{correct}'"):
+      study_summary.run_from_prompt_rows([{**base, "correct": correct}], task="t", seed=0)
+  for rewards in ("0", "0 1 1", "0 nan", "0 2"):
+    with pytest.raises(study_summary.StudyError, match="line 2: rewards must be 2 numbers"):
+      study_summary.run_from_prompt_rows(
+        [{**base, "correct": "1", "rewards": rewards}], task="t", seed=0
+      )
+
+
+def test_the_binary_refuses_with_one_line(study, tmp_path):
+  _rewrite_json(os.path.join(study, "countdown_seed0", "launch_status.json"), status="failed (1)")
+  proc = binaries.run(
+    "experiments.lm.study_summary",
+    f"--study_dir={study}",
+    f"--out_dir={tmp_path / 'o'}",
+    check=False,
+  )
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last.startswith("experiments.lm.study_summary: ") and "'failed (1)'" in last, last
+  assert not (tmp_path / "o").exists()
+  # Flags: an output folder that is a file, a study folder that does not exist.
+  (tmp_path / "file").write_text("")
+  errors = binaries.flag_errors(
+    "experiments.lm.study_summary",
+    [
+      [f"--study_dir={study}", f"--out_dir={tmp_path / 'file'}"],
+      [f"--study_dir={tmp_path / 'no'}"],
+    ],
+  )
+  assert "--out_dir" in errors[0] and "not a folder" in errors[0]
+  assert "--study_dir" in errors[1] and "existing folder" in errors[1]
 
 
 def test_a_split_with_overlap_stops(study, tmp_path):
-  path = os.path.join(study, "beta_seed2", "split.json")
+  path = os.path.join(study, "program_seed2", "split.json")
   with open(path) as f:
     split = json.load(f)
   with open(path, "w") as f:
     json.dump({**split, "overlap": 3}, f)
-  with pytest.raises(study_summary.StudyError, match="beta_seed2.*3 training problems"):
+  with pytest.raises(study_summary.StudyError, match="program_seed2.*3 training problems"):
     study_summary.summarize(study, str(tmp_path / "out"))
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from experiments.lm import workdir
 from tests import REPO_ROOT
+from tests import binaries
 
 _RECORD = {"seed": 0, "rl": {"learning_rate": 1e-3, "runs": "grpo"}, "workdir": "/a", "x": [1, 2]}
 
@@ -85,6 +86,31 @@ def test_claim_refuses_leftovers_without_config_and_a_damaged_config(tmp_path):
   with pytest.raises(workdir.WorkdirError, match="config.json cannot be read"):
     with workdir.claim(str(path), _RECORD):
       pass
+
+
+def test_claim_refuses_an_unusable_workdir_before_writing(tmp_path):
+  (tmp_path / "file").write_text("")
+  cases = {
+    "": "must be a non-empty path",
+    str(tmp_path / "file"): "exists and is not a folder",
+    str(tmp_path / "file" / "w"): "is not a folder",
+  }
+  for path, problem in cases.items():
+    with pytest.raises(workdir.WorkdirError, match=f"--workdir='{path}': .*{problem}"):
+      with workdir.claim(path, _RECORD):
+        pytest.fail("claimed an unusable workdir")
+  assert os.listdir(tmp_path) == ["file"]
+
+
+def test_main_refuses_an_unusable_workdir_while_parsing_flags():
+  # `--workdir=` was accepted once, and the run wrote config.json, metrics.jsonl,
+  # checkpoints/, .lock and split.json into the current folder.
+  argvs = [["--workdir="], ["--workdir=README.md"], ["--workdir=README.md/run"], ["--workdir=w"]]
+  errors = binaries.flag_errors("experiments.lm.main", argvs)
+  assert "flag --workdir=: must be a non-empty path" in errors[0]
+  assert "flag --workdir=README.md: exists and is not a folder" in errors[1]
+  assert "flag --workdir=README.md/run: cannot be created" in errors[2]
+  assert errors[3] is None
 
 
 def test_non_writers_neither_check_nor_write(tmp_path):
