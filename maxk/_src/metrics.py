@@ -49,6 +49,10 @@ def validate_correct(correct: ArrayLike, k: int) -> tuple[jax.Array, int, int]:
   if correct.ndim < 1:
     raise ValueError(f"correct must have the sample axis last; got shape {correct.shape}.")
   n = correct.shape[-1]
+  if n < 1:
+    raise ValueError(
+      f"correct must hold at least one sample on its last axis; got shape {correct.shape}."
+    )
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
   dtype = correct.dtype if jnp.issubdtype(correct.dtype, jnp.floating) else jnp.result_type(float)
   values = correct.astype(dtype)
