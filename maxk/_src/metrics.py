@@ -49,6 +49,10 @@ def validate_correct(correct: ArrayLike, k: int) -> tuple[jax.Array, int, int]:
   if correct.ndim < 1:
     raise ValueError(f"correct must have the sample axis last; got shape {correct.shape}.")
   n = correct.shape[-1]
+  if n < 1:
+    raise ValueError(
+      f"correct must hold at least one sample on its last axis; got shape {correct.shape}."
+    )
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
   dtype = correct.dtype if jnp.issubdtype(correct.dtype, jnp.floating) else jnp.result_type(float)
   values = correct.astype(dtype)
@@ -106,13 +110,19 @@ def max_at_k(rewards: ArrayLike, k: int) -> jax.Array:
 
   max@k ≈ (1/C(n,k)) Σ_{|I|=k} max_{i∈I} r_i = Σ_j w_j r_(j), w_j = C(j-1,k-1)/C(n,k)
   (PKPO Eq. 12-14; max@k paper App. C.1).  Cost O(n log n) per group (one sort);
-  the weights are static float64 tables, so the result is accurate in float32 for
-  any n (error ≲ n·ε·Σ_j w_j |r_(j)|).  For {0, 1} rewards this equals
-  :func:`pass_at_k`.
+  the weights are static float64 tables and the sum is compensated, so the result
+  is accurate in float32 for any n (error ≲ ε·Σ_j w_j |r_(j)| + ε·|max@k|).  For
+  {0, 1} rewards this equals :func:`pass_at_k`.
+
+  Infinite rewards are allowed: the value is the mean over subsets in IEEE
+  arithmetic, so a -inf reward makes the estimate -inf exactly when some k-subset
+  holds only -inf rewards (also where that subset's weight 1/C(n, k) underflows,
+  as for 100 rewards -inf and 100 rewards 1 at k = 100 in float32), a +inf reward
+  makes it +inf, and both give NaN.
 
   Args:
     rewards: ``[..., n]`` float rewards; samples on the last axis.  Ties and
-      negative (or -inf) rewards are allowed.
+      negative or infinite rewards are allowed.
     k: static int, ``1 <= k <= n``.
 
   Returns:
@@ -129,7 +139,14 @@ def max_at_k(rewards: ArrayLike, k: int) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnums=1)
 def _max_at_k(rewards: jax.Array, k: int) -> jax.Array:
+  n = rewards.shape[-1]
   r_sorted, _ = sorting.sort_last(rewards)
-  return sorted_kernels.weighted_sorted_sum(
-    r_sorted, combinatorics.max_weights(rewards.shape[-1], k)
+  # Rank j is the maximum of C(j-1, k-1) > 0 subsets exactly when j >= k, also
+  # where that weight underflows (1/C(200, 100) in float32).
+  top = np.arange(1, n + 1) >= k
+  return sorted_kernels.rank_weighted_sum(
+    r_sorted,
+    jnp.asarray(combinatorics.max_weights(n, k), rewards.dtype),
+    jnp.asarray(top),
+    jnp.zeros(n, bool),
   )

@@ -39,6 +39,7 @@ import numpy as np
 
 from maxk._src import categorical
 from maxk._src import rank_objectives
+from maxk._src import sorted_kernels
 from maxk._src import sorting
 from maxk._src import tie_classes
 
@@ -70,8 +71,7 @@ def _mixture_cdf(g: jax.Array, s: jax.Array, cum_w: jax.Array) -> jax.Array:
   return (g_fac * s_fac * jnp.exp(expo)) @ cum_w
 
 
-def _row(cum_w: jax.Array, p: jax.Array, r: jax.Array) -> jax.Array:
-  p = jnp.where(jnp.any(jnp.isnan(r)), jnp.nan, p)
+def _finite_objective(cum_w: jax.Array, p: jax.Array, r: jax.Array) -> jax.Array:
   r_s, p_s, _ = sorting.sort_last(r, p)
   g = lax.cumsum(p_s)
   at_least = lax.cumsum(p_s, reverse=True)
@@ -79,6 +79,27 @@ def _row(cum_w: jax.Array, p: jax.Array, r: jax.Array) -> jax.Array:
   h = _mixture_cdf(g, s, cum_w)
   step = jnp.where(r_s[:-1] == r_s[1:], 0.0, r_s[:-1] - r_s[1:])
   return jnp.sum(h[:-1] * step) + h[-1] * r_s[-1]
+
+
+def _row(table: jax.Array, p: jax.Array, r: jax.Array) -> jax.Array:
+  """J of one distribution; ``table`` is W_0..W_k followed by two flags, whether
+  some w_j > 0 and some w_j < 0 (traced, so one compilation serves all weights)."""
+  cum_w, any_pos, any_neg = table[:-2], table[-2] > 0, table[-1] > 0
+  p = jnp.where(jnp.any(jnp.isnan(r)), jnp.nan, p)
+  # ±inf rewards take the place of the extreme finite ones: a zero-probability
+  # outcome then ties with an outcome of the same reward and contributes exactly 0
+  # (summation by parts never forms 0 · inf).
+  finite = jnp.isfinite(r)
+  some = jnp.any(finite)
+  lo = jnp.where(some, jnp.min(jnp.where(finite, r, jnp.inf)), 0.0)
+  hi = jnp.where(some, jnp.max(jnp.where(finite, r, -jnp.inf)), 0.0)
+  value = _finite_objective(cum_w, p, jnp.clip(r, lo, hi))
+  # An outcome of positive probability fills every rank j (all k draws equal to
+  # it have positive probability), so an infinite reward there makes the value
+  # ±inf by the signs of the nonzero w_j, and NaN if they differ.
+  live = p > 0
+  plus, minus = sorted_kernels.infinite_terms(r, any_pos & live, any_neg & live)
+  return sorted_kernels.infinite_overlay(value, jnp.any(plus), jnp.any(minus))
 
 
 def order_stat_exact(probs: ArrayLike, rewards: ArrayLike, weights: ArrayLike) -> jax.Array:
@@ -95,12 +116,24 @@ def order_stat_exact(probs: ArrayLike, rewards: ArrayLike, weights: ArrayLike) -
   :func:`order_stat_at_k` estimates without bias.  Cost: one sort and O(L k) per
   distribution.
 
+  Infinite rewards are allowed; J is then the expectation of L = Σ_{j: w_j != 0}
+  w_j X_(j:k) evaluated in IEEE arithmetic.  An outcome of zero probability
+  contributes nothing whatever its reward (its place in the order is taken by the
+  nearest finite reward, so ``jax.grad`` there is that of the nearest finite
+  reward, not the infinite one-sided derivative).  An infinite reward of positive
+  probability fills every rank with positive probability, so J is ±inf by the
+  signs of the nonzero w_j times that of the reward, and NaN where these differ
+  (+inf and -inf both with positive probability under nonnegative weights, or a
+  weight vector of both signs): e.g. with ``rank_weights("max", 2)``,
+  ``([0, 1], [-inf, 1])`` gives 1 and ``([0.5, 0.5], [1, inf])`` gives inf, as
+  :func:`maxk.max_at_k_exact`.
+
   References: David & Nagaraja, "Order Statistics" (2003), Sec. 2.1; Parmas et
   al., "OrderGrad", arXiv 2606.06096.
 
   Args:
     probs: ``[..., L]`` policy probabilities (leading axes are batch axes).
-    rewards: ``[..., L]`` finite rewards, same shape.
+    rewards: ``[..., L]`` rewards, same shape (±inf allowed, see above).
     weights: ``[k]`` static weights over ascending ranks.
 
   Returns:
@@ -113,5 +146,6 @@ def order_stat_exact(probs: ArrayLike, rewards: ArrayLike, weights: ArrayLike) -
   """
   w = rank_objectives.check_weights(weights)
   p, r = categorical.prepare(probs, rewards)
-  cum_w = jnp.asarray(np.concatenate([[0.0], np.cumsum(w)]), p.dtype)
-  return categorical.rowwise(_row, cum_w, p, r)
+  signs = [any(x > 0 for x in w), any(x < 0 for x in w)]
+  table = jnp.asarray(np.concatenate([[0.0], np.cumsum(w), signs]), p.dtype)
+  return categorical.rowwise(_row, table, p, r)

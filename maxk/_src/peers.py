@@ -233,7 +233,8 @@ def maxrl_advantages(correct: ArrayLike, *, control_variate: bool = True) -> jax
     ``[..., n]`` advantages; a group with a non-finite entry is all NaN.
 
   Raises:
-    ValueError: non-binary ``correct`` (eagerly) or a non-bool ``control_variate``.
+    ValueError: ``correct`` without samples (n = 0) or non-binary (eagerly), or a
+      non-bool ``control_variate``.
   """
   if not isinstance(control_variate, (bool, np.bool_)):
     raise ValueError(f"control_variate={control_variate!r} must be a bool.")

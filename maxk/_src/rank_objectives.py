@@ -24,6 +24,14 @@ are U over n-1 samples, whose coefficients are also a prefix and a suffix).
 Tables are computed once per (n, w) in float64 from log-factorials (no C(n, k) is
 formed), O(n k); each call costs one sort and two cumulative sums, O(n log n).
 
+Infinite rewards.  Every value here is a mean over subsets of L(I), and is
+defined with infinite rewards by IEEE arithmetic with the terms of zero weight
+left out: an infinite reward enters a value as ±inf where some subset holds it at
+a rank j with w_j != 0, by the sign of w_j (and of the reward).  Which ranks do
+is a question of which binomial counts are nonzero, answered exactly from the
+weights' signs (a float coefficient can underflow to 0 although its count is
+positive, e.g. 1/C(200, 100) in float32); infinite terms of both signs give NaN.
+
 References: Parmas et al., "OrderGrad", arXiv 2606.06096 (finite-sample
 L-statistic objectives and their likelihood-ratio transforms); Hoeffding (1948),
 "A class of statistics with asymptotically normal distribution" (U-statistics);
@@ -36,8 +44,10 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from typing import Any, NamedTuple, TypeVar
 
 import jax
+from jax import lax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 from jax.typing import DTypeLike
@@ -50,6 +60,11 @@ from maxk._src import sorting
 
 # The ``baseline`` options of :func:`order_stat_advantages`.
 ORDER_STAT_BASELINES = ("none", "loo", "loo_centered")
+
+_T = TypeVar("_T")
+# A static table: NumPy (float64, int or bool) on the host, passed to the kernels as
+# an array of the rewards' dtype (ints as int32, bools as bools).
+_Table = Any
 
 # Table entries per chunk of ranks j (bounds the float64 work array to ~32 MiB).
 _CHUNK_ELEMENTS = 1 << 22
@@ -230,20 +245,52 @@ def _rank_sum(
   top2 = np.asarray(top2, np.int64)
   lf = _log_factorials(max(denom, int(top1.max(initial=0)), int(top2.max(initial=0)), k) + 1)
   log_den = float(_log_binom(lf, np.array(denom), np.array(k)))
+  # log C(t, b) = lf[t] − lf[b] − lf[t − b]: the first term depends on the output
+  # rank only, the second on j only.
+  base = np.where((top1 >= 0) & (top2 >= 0), lf[np.maximum(top1, 0)] + lf[np.maximum(top2, 0)], 0)
   weights = np.asarray(w)
   ranks = np.flatnonzero(weights) + 1  # j = 1..k with w_j != 0
   out = np.zeros(top1.shape)
   chunk = max(1, _CHUNK_ELEMENTS // max(1, top1.size))
   for start in range(0, ranks.size, chunk):
-    j = ranks[start : start + chunk, None]
+    j = ranks[start : start + chunk]
+    b1, b2 = j - 1 + shift1, k - j + shift2
+    rows = (b1 >= 0) & (b2 >= 0)
+    j, b1, b2 = j[rows], b1[rows], b2[rows]
+    d1 = top1[None, :] - b1[:, None]
+    d2 = top2[None, :] - b2[:, None]
+    valid = (d1 >= 0) & (d2 >= 0)
     log_terms = (
-      _log_binom(lf, top1[None, :], j - 1 + shift1)
-      + _log_binom(lf, top2[None, :], k - j + shift2)
-      - log_den
+      (base - log_den)[None, :]
+      - (lf[b1] + lf[b2])[:, None]
+      - lf[np.maximum(d1, 0)]
+      - lf[np.maximum(d2, 0)]
     )
     with np.errstate(under="ignore"):
-      out += weights[j[:, 0] - 1] @ np.exp(log_terms)
+      out += weights[j - 1] @ np.where(valid, np.exp(log_terms), 0.0)
   return out
+
+
+def _reach(
+  w: tuple[float, ...],
+  top1: npt.ArrayLike,
+  shift1: int,
+  top2: npt.ArrayLike,
+  shift2: int,
+) -> tuple[np.ndarray, np.ndarray]:
+  """Whether Σ_j w_j C(top1, j-1+shift1) C(top2, k-j+shift2) has a nonzero term with
+  w_j > 0 (first) and with w_j < 0 (second), exactly: the binomials are nonzero
+  for j in an interval, so this counts signed weights there (no floating point)."""
+  k = len(w)
+  top1 = np.asarray(top1, np.int64)
+  top2 = np.asarray(top2, np.int64)
+  lo = np.maximum(np.maximum(1, 1 - shift1), k + shift2 - top2)
+  hi = np.minimum(np.minimum(k, top1 + 1 - shift1), k + shift2)
+  empty = hi < lo
+  lo, hi = np.where(empty, 1, lo), np.where(empty, 0, hi)
+  weights = np.asarray(w)
+  pos, neg = (np.concatenate([[0], np.cumsum(sign)]) for sign in (weights > 0, weights < 0))
+  return pos[hi] - pos[lo - 1] > 0, neg[hi] - neg[lo - 1] > 0
 
 
 @functools.lru_cache(maxsize=256)
@@ -253,24 +300,152 @@ def _lifted(w: tuple[float, ...], size: int) -> np.ndarray:
   return _rank_sum(w, i - 1, 0, size - i, 0, size)
 
 
+def _lifted_reach(w: tuple[float, ...], size: int) -> tuple[np.ndarray, np.ndarray]:
+  """The signed parts of :func:`_lifted` (see :func:`_reach`)."""
+  i = np.arange(1, size + 1)
+  return _reach(w, i - 1, 0, size - i, 0)
+
+
+class _EstimateTables(NamedTuple):
+  """c = lift(w, n) in float64 and its exact signed parts (``[n]`` bools)."""
+
+  coeffs: _Table
+  pos: _Table
+  neg: _Table
+
+
 @functools.lru_cache(maxsize=256)
-def _transform(w: tuple[float, ...], n: int, baseline: str) -> sorted_kernels.SortedTransform:
-  """(d, u, p) of a_(q) = d_q r_(q) + Σ_{m>q} u_m r_(m) − Σ_{m<q} p_m r_(m); float64 [n]."""
+def _estimate_tables(w: tuple[float, ...], n: int) -> _EstimateTables:
+  return _EstimateTables(_lifted(w, n), *_lifted_reach(w, n))
+
+
+class _AdvantageTables(NamedTuple):
+  """Static tables of :func:`order_stat_advantages` for one (w, n, baseline).
+
+  For n > k, (diag, suffix, prefix) of the "loo_centered" transform a_lc(q) =
+  d_q x_(q) + Σ_{m>q} u_m x_(m) − Σ_{m<q} p_m x_(m), x the rewards measured from
+  the reward of rank ``shift`` (0-based); the baseline asked for is
+  alpha·a_lc + beta·U.
+
+  Where infinite rewards enter a_(q), exactly (row 0 of each table: with a
+  positive coefficient, row 1: a negative one; ranks 1-based): ``inf_diag``
+  ``[2, n]``, the reward of rank q itself.  A reward of rank m > q enters every
+  a_(q), q < m, where the suffix support holds at m: ``suffix_next`` ``[2, n]``
+  is the first such m > q (n+1 if none), ``suffix_last`` ``[2, 1]`` the last
+  such m (0 if none).  One of rank m < q enters where the prefix support holds:
+  ``prefix_prev`` ``[2, n]`` the last such m < q (0 if none), ``prefix_first``
+  ``[2, 1]`` the first such m (n+1 if none).
+  """
+
+  estimate: _EstimateTables
+  diag: _Table
+  suffix: _Table
+  prefix: _Table
+  alpha: _Table
+  beta: _Table
+  shift: _Table
+  inf_diag: _Table
+  suffix_next: _Table
+  suffix_last: _Table
+  prefix_prev: _Table
+  prefix_first: _Table
+
+
+def _either(*parts: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+  """``[2, n]``: (any part positive, any part negative)."""
+  return np.stack([np.any([p for p, _ in parts], 0), np.any([q for _, q in parts], 0)])
+
+
+def _next_after(support: np.ndarray) -> np.ndarray:
+  """``[2, n]``: for each rank q (1-based), the first supported rank m > q, else n+1."""
+  n = support.shape[-1]
+  m = np.where(support, np.arange(1, n + 1), n + 1)
+  after = np.minimum.accumulate(m[:, ::-1], axis=-1)[:, ::-1]  # first supported >= q
+  return np.concatenate([after[:, 1:], np.full((2, 1), n + 1)], axis=-1)
+
+
+def _last_before(support: np.ndarray) -> np.ndarray:
+  """``[2, n]``: for each rank q (1-based), the last supported rank m < q, else 0."""
+  m = np.where(support, np.arange(1, support.shape[-1] + 1), 0)
+  upto = np.maximum.accumulate(m, axis=-1)  # last supported <= q
+  return np.concatenate([np.zeros((2, 1), np.int64), upto[:, :-1]], axis=-1)
+
+
+def _s_suffix(n: int) -> tuple[np.ndarray, int, np.ndarray, int]:
+  """S(q): a member m > q is the j-th smallest of C(m-2, j-2) C(n-m, k-j) of the
+  subsets holding q and m (``_rank_sum`` arguments)."""
   m = np.arange(1, n + 1)
+  return m - 2, -1, n - m, 0
+
+
+def _s_prefix(n: int) -> tuple[np.ndarray, int, np.ndarray, int]:
+  """S(q): a member m < q is the j-th smallest of C(m-1, j-1) C(n-m-1, k-j-1)."""
+  m = np.arange(1, n + 1)
+  return m - 1, 0, n - m - 1, -1
+
+
+@functools.lru_cache(maxsize=64)
+def _loo_centered(w: tuple[float, ...], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """(d, u, p) of a_lc(q) = S(q) − (k/n) U(r_{−q}) in sorted order, n > k: S's own
+  coefficients (d = lift(w, n)), and U(r without rank q) over n-1 samples, in
+  which ranks m < q keep their rank and m > q move down by one, so with
+  v = lift(w, n-1) it adds v_m to the prefix and v_(m-1) to the suffix."""
   k = len(w)
-  diag = _lifted(w, n)
-  suffix = _rank_sum(w, m - 2, -1, n - m, 0, n)  # m > q is the j-th smallest
-  prefix = -_rank_sum(w, m - 1, 0, n - m - 1, -1, n)  # m < q is the j-th smallest
-  if baseline in ("loo", "loo_centered"):
-    # U(r without rank q) over n-1 samples: ranks m < q keep their rank, m > q
-    # move down by one, so with v = lift(w, n-1): prefix v_m, suffix v_(m-1).
-    scale = k / (n - 1) if baseline == "loo" else k / n
-    v = np.concatenate([_lifted(w, n - 1), [0.0]])
-    prefix = prefix + scale * v
-    suffix = suffix - scale * np.concatenate([[0.0], v[:-1]])
-  elif baseline != "none":
+  v = np.concatenate([_lifted(w, n - 1), [0.0]])
+  suffix = _rank_sum(w, *_s_suffix(n), n) - (k / n) * np.concatenate([[0.0], v[:-1]])
+  prefix = (k / n) * v - _rank_sum(w, *_s_prefix(n), n)
+  return _lifted(w, n), suffix, prefix
+
+
+@functools.lru_cache(maxsize=256)
+def _advantage_tables(w: tuple[float, ...], n: int, baseline: str) -> _AdvantageTables:
+  k = len(w)
+  diag, suffix, prefix = _loo_centered(w, n) if n > k else (np.zeros(n),) * 3
+  # a_lc(q) = S(q) − (k/n) U(r_{−q}) = U − U(r_{−q}), as S(q) = U − ((n−k)/n)
+  # U(r_{−q}) (the subsets without q are those of r_{−q}); hence S = ((n−k)/n)
+  # a_lc + (k/n) U and S − (k/(n−1)) U(r_{−q}) = γ a_lc + (1−γ) U.
+  if baseline == "none":
+    alpha, beta = (n - k) / n, k / n
+  elif baseline == "loo":
+    alpha, beta = 1 + k / (n * (n - 1)), -k / (n * (n - 1))
+  elif baseline == "loo_centered":
+    alpha, beta = 1.0, 0.0
+  else:
     raise AssertionError(baseline)
-  return sorted_kernels.SortedTransform(diag=diag, suffix=suffix, prefix=prefix)
+  inf_suffix = [_reach(w, *_s_suffix(n))]
+  inf_prefix = [_reach(w, *_s_prefix(n))]
+  if baseline != "none":
+    # The baseline enters with the opposite sign: −v is positive where v is negative.
+    v_pos, v_neg = _lifted_reach(w, n - 1)
+    false = np.zeros(1, bool)
+    inf_suffix.append((np.concatenate([false, v_neg]), np.concatenate([false, v_pos])))
+    inf_prefix.append((np.concatenate([v_neg, false]), np.concatenate([v_pos, false])))
+  suffix_support = _either(*inf_suffix)
+  prefix_support = _either(*inf_prefix)
+  ranks = np.arange(1, n + 1)
+  return _AdvantageTables(
+    estimate=_estimate_tables(w, n),
+    diag=diag,
+    suffix=suffix,
+    prefix=prefix,
+    alpha=alpha,
+    beta=beta,
+    shift=_shift_rank(w, n),
+    inf_diag=_either(_lifted_reach(w, n)),
+    suffix_next=_next_after(suffix_support),
+    suffix_last=np.max(np.where(suffix_support, ranks, 0), axis=-1, keepdims=True),
+    prefix_prev=_last_before(prefix_support),
+    prefix_first=np.min(np.where(prefix_support, ranks, n + 1), axis=-1, keepdims=True),
+  )
+
+
+@functools.lru_cache(maxsize=256)
+def _shift_rank(w: tuple[float, ...], n: int) -> int:
+  """The rank (0-based) whose reward the leave-one-out transform is measured from:
+  the weighted median of |lift(w, n)|, i.e. where the estimate's weight lies (the
+  top for max@k, the bottom for min@k)."""
+  mass = np.cumsum(np.abs(_lifted(w, n)))
+  return int(np.searchsorted(mass, 0.5 * mass[-1]))
 
 
 def lift_rank_weights(weights: ArrayLike, size: int) -> np.ndarray:
@@ -312,6 +487,10 @@ def lift_rank_weights(weights: ArrayLike, size: int) -> np.ndarray:
 
 def _prepare(rewards: ArrayLike, weights: object) -> tuple[jax.Array, tuple[float, ...]]:
   r = checks.as_float_array(rewards, "rewards")
+  if r.shape[-1] < 1:
+    raise ValueError(
+      f"rewards must hold at least one sample on its last axis; got shape {r.shape}."
+    )
   return r, check_weights(weights, n=r.shape[-1])
 
 
@@ -324,44 +503,64 @@ def order_stat_at_k(rewards: ArrayLike, weights: ArrayLike) -> jax.Array:
   (n, w), :func:`lift_rank_weights` (w, n)).  With ``rank_weights("max", k)`` it is
   :func:`maxk.max_at_k`; with ``rank_weights("min", k)`` on {0, 1} rewards it is
   the unbiased pass^k.  Cost: one sort, O(n log n) per group (tables O(n k) once).
+  The sum is compensated, so rewards of both signs that cancel cost no accuracy
+  beyond the rounding of the terms: error ≲ ε Σ_i |c_i r_(i)| + ε |U| for the
+  dtype's ε (not n ε).
+
+  Infinite rewards are allowed: the value is that mean over subsets in IEEE
+  arithmetic, terms with w_j = 0 left out.  An infinite r_(i) enters as ±inf
+  where some subset holds it at a rank j with w_j != 0 (known exactly from the
+  counts, also where c_i underflows to 0 in float32, e.g. 1/C(200, 100)), and not
+  at all otherwise; infinite terms of both signs give NaN.  E.g. with
+  ``rank_weights("max", 100)``, 100 rewards -inf and 100 rewards 1 give -inf
+  (a 100-subset of only -inf exists) in float32 and float64 alike.
 
   References: Parmas et al., "OrderGrad", arXiv 2606.06096; Hoeffding (1948);
   PKPO arXiv 2505.15201 Eqs. 12-14 (the max weights).
 
   Args:
-    rewards: ``[..., n]`` float rewards, samples on the last axis (ties allowed).
+    rewards: ``[..., n]`` float rewards, samples on the last axis (ties and ±inf
+      allowed), n >= 1.
     weights: ``[k]`` static weights over ascending ranks (a concrete 1-D
       sequence, e.g. from :func:`rank_weights`), 1 <= k <= n.
 
   Returns:
-    ``[...]`` estimates.  A NaN in a group makes only that group's estimate NaN.
+    ``[...]`` estimates.  A NaN in a group makes that group's estimate NaN (and
+    no other), for every weight vector, also where its weight is 0.
 
   Raises:
     ValueError: if ``weights`` is not 1-D, is empty, non-finite or longer than n,
-      or ``rewards`` is a scalar.
+      or ``rewards`` is a scalar or has no samples.
   """
   r, w = _prepare(rewards, weights)
-  return _order_stat_at_k(r, _as_coeffs(_lifted(w, r.shape[-1]), r.dtype))
+  tables = _estimate_tables(w, r.shape[-1])
+  return _order_stat_at_k(r, _as_arrays(tables, r.dtype))
 
 
-def _as_coeffs(c: np.ndarray, dtype: DTypeLike) -> jax.Array:
-  """Static float64 coefficients as an array of the rewards' dtype.
+def _as_arrays(tables: _T, dtype: DTypeLike) -> _T:
+  """Static tables as arrays: floats in the rewards' dtype, ints as int32, bools.
 
   They are passed to the jitted kernels as arguments (not baked in as constants),
   so a new weight vector of the same length does not recompile.
   """
-  return jnp.asarray(c, dtype=dtype)
+
+  def cast(x: object) -> jax.Array:
+    x = np.asarray(x)
+    if x.dtype == bool:
+      return jnp.asarray(x)
+    return jnp.asarray(x, jnp.int32 if x.dtype.kind in "iu" else dtype)
+
+  return jax.tree_util.tree_map(cast, tables)
 
 
-def _scaled(c: jax.Array, r: jax.Array) -> jax.Array:
-  """c * r, with 0 where c == 0 (so that -inf rewards outside a sum stay out of it)."""
-  return jnp.where(c != 0, c * r, 0)
+def _estimate(r_sorted: jax.Array, t: _EstimateTables) -> jax.Array:
+  return sorted_kernels.rank_weighted_sum(r_sorted, t.coeffs, t.pos, t.neg)
 
 
 @jax.jit
-def _order_stat_at_k(rewards: jax.Array, coeffs: jax.Array) -> jax.Array:
+def _order_stat_at_k(rewards: jax.Array, tables: _EstimateTables) -> jax.Array:
   r_sorted, _ = sorting.sort_last(rewards)
-  return jnp.sum(_scaled(coeffs, r_sorted), axis=-1)
+  return _estimate(r_sorted, tables)
 
 
 def order_stat_advantages(
@@ -374,79 +573,123 @@ def order_stat_advantages(
 
   * ``"none"``: a_i = S(i).
   * ``"loo"``: a_i = S(i) − k/(n−1) · U(r_{−i}).
-  * ``"loo_centered"`` (default): a_i = S(i) − k/n · U(r_{−i}); sums to 0 in
-    every group and is invariant to adding a constant to the rewards.
+  * ``"loo_centered"`` (default): a_i = S(i) − k/n · U(r_{−i}) = U − U(r_{−i});
+    sums to 0 in every group and is invariant to adding a constant to the rewards.
 
   All three are unbiased (the baselines do not depend on y_i); for n == k the
-  leave-one-out baselines do not exist and both equal ``"none"``.  With
-  ``rank_weights("max", k)`` they equal :func:`maxk.max_at_k_advantages` with the
-  same baseline.  In sorted order a_(q) = d_q r_(q) + Σ_{m>q} u_m r_(m) −
-  Σ_{m<q} p_m r_(m) with static float64 coefficients (module docstring); the
-  leave-one-out transforms are evaluated on rewards measured from one of the
-  group's own rewards, at the rank where the weight of the estimate lies (the
-  maximum for max@k, the minimum for min@k): a constant group gives exactly 0,
-  and the differences of the most weighted rewards are exact (Sterbenz).
+  leave-one-out baselines do not exist and both equal ``"none"``, which is then
+  U for every sample.  With ``rank_weights("max", k)`` they equal
+  :func:`maxk.max_at_k_advantages` with the same baseline (for finite rewards).
+
+  Computation: ``"loo_centered"`` in sorted order, a_(q) = d_q x_(q) +
+  Σ_{m>q} u_m x_(m) − Σ_{m<q} p_m x_(m) with static float64 coefficients (module
+  docstring), on rewards x measured from one of the group's own rewards, at the
+  rank where the weight of the estimate lies (the maximum for max@k, the minimum
+  for min@k): a constant group gives exactly 0 and the differences of the most
+  weighted rewards are exact (Sterbenz).  The subsets without i are those of
+  r_{−i}, so S(i) = U − (n−k)/n · U(r_{−i}), and the other two baselines follow
+  from a_lc and the one number U: ``"none"`` = (n−k)/n · a_lc + k/n · U and
+  ``"loo"`` = (1 + k/(n(n−1))) · a_lc − k/(n(n−1)) · U.  U is summed with
+  compensation (:func:`order_stat_at_k`), so no long sum of same-signed sorted
+  rewards cancels in float32, as S(i) itself would for zero-mean rewards.
+
+  Accuracy in float32, measured against float64 for uniform, normal, normal + 3,
+  1e3 + uniform, tied integer, binary, Cauchy and log-normal rewards with k = n/4
+  and max, min, mean, median, top-m (m = 1, 3, k/4, k/2, k−1) and bottom-m
+  (m = k−1) weights: the worst error over all three baselines is 4.4e-7 ·
+  max|a| at n = 1024, 2.9e-7 at n = 4096 and 2.7e-7 at n = 8192 (k = 2048).
+
+  Infinite rewards are allowed: each a_i is then its definition above in IEEE
+  arithmetic (module docstring): ±inf where infinite terms of one sign enter it,
+  NaN where both signs do (S(i) and U(r_{−i}) both infinite, say), its finite
+  value where none does.
 
   Cost: one sort and two cumulative sums, O(n log n) per group, plus O(n k) once
-  per (n, weights) for the tables; accurate in float32 (error ≲ 1e-6 · max|a| at
-  n = 1024).
+  per (n, weights) for the tables.
 
   References: Parmas et al., "OrderGrad", arXiv 2606.06096 (the leave-one-out
   transform of L-statistics); PKPO arXiv 2505.15201 Eqs. 18-21, 29-30 (max weights).
 
   Args:
-    rewards: ``[..., n]`` float rewards, samples on the last axis.
+    rewards: ``[..., n]`` float rewards, samples on the last axis, n >= 1.
     weights: ``[k]`` static weights over ascending ranks, 1 <= k <= n.
     baseline: one of ``"none"``, ``"loo"``, ``"loo_centered"``.
 
   Returns:
-    ``[..., n]`` transformed rewards in the caller's order.  A NaN in one group
-    only affects that group.
+    ``[..., n]`` transformed rewards in the caller's order.  A NaN in a group
+    makes that whole group NaN (and no other), for every weight vector and
+    baseline, also where its weight is 0.
 
   Raises:
-    ValueError: bad ``weights`` (as in :func:`order_stat_at_k`) or unknown
-      ``baseline``.
+    ValueError: bad ``weights`` (as in :func:`order_stat_at_k`), ``rewards``
+      without samples, or unknown ``baseline``.
   """
   r, w = _prepare(rewards, weights)
   baseline = checks.check_option(baseline, "baseline", ORDER_STAT_BASELINES)
   n, k = r.shape[-1], len(w)
-  kind = "none" if n == k else baseline
-  t = _transform(w, n, kind)
-  # Shifting r by c shifts S(i) by c·(k/n)·Σw and U(r_{-i}) by c·Σw, so the
-  # transform shifts by c·Σw·(k/n − scale): 0 for "loo_centered".
-  restore = math.fsum(w) * (k / n - k / (n - 1)) if kind == "loo" else 0.0
-  coeffs = tuple(_as_coeffs(c, r.dtype) for c in (t.diag, t.suffix, t.prefix, np.array(restore)))
-  return _order_stat_advantages(r, *coeffs, shift=_shift_rank(w, n) if kind != "none" else None)
+  tables = _advantage_tables(w, n, "none" if n == k else baseline)
+  mode = "broadcast" if n == k else "centered" if baseline == "loo_centered" else "mixed"
+  return _order_stat_advantages(r, _as_arrays(tables, r.dtype), mode=mode)
 
 
-@functools.lru_cache(maxsize=256)
-def _shift_rank(w: tuple[float, ...], n: int) -> int:
-  """The rank (0-based) whose reward the leave-one-out transforms are measured from:
-  the weighted median of |lift(w, n)|, i.e. where the estimate's weight lies (the
-  top for max@k, the bottom for min@k)."""
-  mass = np.cumsum(np.abs(_lifted(w, n)))
-  return int(np.searchsorted(mass, 0.5 * mass[-1]))
-
-
-@functools.partial(jax.jit, static_argnames="shift")
-def _order_stat_advantages(
-  rewards: jax.Array,
-  diag: jax.Array,
-  suffix: jax.Array,
-  prefix: jax.Array,
-  restore: jax.Array,
-  *,
-  shift: int | None,
-) -> jax.Array:
-  r_sorted, perm = sorting.sort_last(rewards)
-  c = jnp.zeros_like(r_sorted[..., :1])
-  if shift is not None:
-    c = sorted_kernels.finite_or_zero(r_sorted[..., shift : shift + 1])
-  x = r_sorted - c
-  a_sorted = (
-    _scaled(diag, x)
-    + sorted_kernels.exclusive_suffix_sum(_scaled(suffix, x))
-    - sorted_kernels.exclusive_prefix_sum(_scaled(prefix, x))
-    + c * restore
+def _finite_advantages(r_sorted: jax.Array, t: _AdvantageTables, mode: str) -> jax.Array:
+  """The advantages in sorted order, with every ±inf reward replaced by the reward
+  of rank ``shift`` (any finite value gives the same a_(q) wherever no infinite
+  term enters it, as the coefficient of that rank in a_(q) is then exactly 0;
+  this one makes its x exactly 0).  NaN propagates."""
+  origin = sorted_kernels.finite_or_zero(jnp.take(r_sorted, t.shift, axis=-1)[..., None])
+  r_fin = jnp.where(jnp.isinf(r_sorted), origin, r_sorted)
+  if mode == "broadcast":  # n == k: S(i) = U for every i
+    return jnp.broadcast_to(_estimate(r_fin, t.estimate)[..., None], r_sorted.shape)
+  x = r_fin - origin
+  a = (
+    t.diag * x
+    + sorted_kernels.exclusive_suffix_sum(t.suffix * x)
+    - sorted_kernels.exclusive_prefix_sum(t.prefix * x)
   )
-  return sorting.unsort_last(a_sorted, perm)
+  if mode == "mixed":
+    a = t.alpha * a + t.beta * _estimate(r_fin, t.estimate)[..., None]
+  return a
+
+
+def _infinite_reach(r_sorted: jax.Array, t: _AdvantageTables) -> tuple[jax.Array, jax.Array]:
+  """(plus, minus) ``[..., n]``: whether an infinite reward enters a_(q) as +inf / −inf.
+
+  Sorted, the -inf rewards hold ranks 1..a and the +inf ones n-b+1..n (a NaN
+  group is NaN anyway), so whether one of them enters a_(q) through a supported
+  rank is a comparison of a and b with static per-rank tables.
+  """
+  n = r_sorted.shape[-1]
+  q = jnp.arange(1, n + 1)
+  up, down = r_sorted == jnp.inf, r_sorted == -jnp.inf
+  low = jnp.sum(down, axis=-1, keepdims=True)  # a
+  high = n + 1 - jnp.sum(up, axis=-1, keepdims=True)  # n - b + 1
+
+  def enters(row: int) -> jax.Array:
+    """Whether a +inf reward enters with a coefficient of sign ``row`` (0: positive,
+    1: negative), or a -inf one with the opposite sign."""
+    last = t.suffix_last[row]
+    first = t.prefix_first[1 - row]
+    return (
+      (up & t.inf_diag[row])
+      | (down & t.inf_diag[1 - row])
+      | ((last > q) & (last >= high))  # +inf at a rank m > q
+      | (t.suffix_next[1 - row] <= low)  # -inf at a rank q < m <= a
+      | (t.prefix_prev[row] >= high)  # +inf at a rank n-b < m < q
+      | ((first < q) & (first <= low))  # -inf at a rank m < q
+    )
+
+  return enters(0), enters(1)
+
+
+@functools.partial(jax.jit, static_argnames="mode")
+def _order_stat_advantages(rewards: jax.Array, tables: _AdvantageTables, *, mode: str) -> jax.Array:
+  r_sorted, perm = sorting.sort_last(rewards)
+  value = _finite_advantages(r_sorted, tables, mode)
+  # Where no reward is infinite, skip the comparisons that place the infinite terms.
+  a_sorted = lax.cond(
+    jnp.any(jnp.isinf(r_sorted)),
+    lambda: sorted_kernels.infinite_overlay(value, *_infinite_reach(r_sorted, tables)),
+    lambda: value,
+  )
+  return checks.nan_group(rewards, sorting.unsort_last(a_sorted, perm))

@@ -139,3 +139,72 @@ def zscore(x: jax.Array, *, eps: float | jax.Array, ddof: int = 0) -> jax.Array:
   safe = jnp.where(denom > 0, denom, 1)
   out = jnp.where(denom > 0, centred / safe, jnp.where(jnp.isnan(denom), jnp.nan, 0))
   return jnp.where(has_nan, jnp.nan, out)
+
+
+def _two_sum(
+  a: tuple[jax.Array, jax.Array], b: tuple[jax.Array, jax.Array]
+) -> tuple[jax.Array, jax.Array]:
+  """(sum, error) pairs added with Knuth's TwoSum: the rounding error of s1 + s2 is
+  exact and carried into the error term, whatever the order of the pairs."""
+  (s1, e1), (s2, e2) = a, b
+  total = s1 + s2
+  s2_virtual = total - s1
+  rounding = (s1 - (total - s2_virtual)) + (s2 - s2_virtual)
+  return total, e1 + e2 + rounding
+
+
+@jax.custom_jvp
+def compensated_sum(x: jax.Array) -> jax.Array:
+  """Σ_j x_j over the last axis, with the rounding error of every addition carried
+  along (TwoSum in one reduction), so the result is within about an ulp of the
+  exact sum of the given terms however much they cancel.  Linear: its derivative
+  is the plain sum.
+
+  A U-statistic of rewards of both signs can be far smaller than its terms (the
+  mean reward near 0); a plain float32 sum then loses digits in proportion.
+  """
+  zero = jnp.zeros((), x.dtype)
+  total, err = lax.reduce((x, jnp.zeros_like(x)), (zero, zero), _two_sum, (x.ndim - 1,))
+  return total + err
+
+
+@compensated_sum.defjvp
+def _compensated_sum_jvp(
+  primals: tuple[jax.Array], tangents: tuple[jax.Array]
+) -> tuple[jax.Array, jax.Array]:
+  return compensated_sum(primals[0]), jnp.sum(tangents[0], axis=-1)
+
+
+def infinite_overlay(value: jax.Array, plus: jax.Array, minus: jax.Array) -> jax.Array:
+  """``value`` where no infinite term enters; ±inf where the infinite terms all have
+  that sign; NaN where terms of both signs are infinite (inf − inf is undefined)
+  and wherever ``value`` is NaN."""
+  signed = jnp.where(plus, jnp.inf, jnp.where(minus, -jnp.inf, value))
+  return jnp.where((plus & minus) | jnp.isnan(value), jnp.nan, signed).astype(value.dtype)
+
+
+def infinite_terms(r: jax.Array, pos: jax.Array, neg: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """(plus, minus): where an infinite ``r`` enters with a coefficient that has a
+  positive (``pos``) or a negative (``neg``) part, the term is +inf (``plus``) or
+  −inf (``minus``), by the sign of the coefficient times that of ``r``."""
+  up, down = r == jnp.inf, r == -jnp.inf
+  return (up & pos) | (down & neg), (up & neg) | (down & pos)
+
+
+def rank_weighted_sum(
+  r_sorted: jax.Array, coeffs: jax.Array, pos: jax.Array, neg: jax.Array
+) -> jax.Array:
+  """Σ_j c_j r_(j) over the last axis ``[..., n] -> [...]``, exact for infinite rewards.
+
+  ``coeffs`` are the float coefficients in the rewards' dtype; ``pos`` and ``neg``
+  (``[n]`` bools) say whether the exact coefficient of rank j is a sum with a
+  positive or a negative term (a U-statistic weight counts subsets, so this is
+  known exactly even where the float coefficient underflows to 0, e.g.
+  1/C(200, 100) in float32).  Finite rewards enter as c_j r_(j); an infinite
+  reward enters as ±inf by those signs and not at all where both are false, so
+  a zero coefficient never turns -inf into NaN and an underflowed positive one
+  never drops it; terms of both signs give NaN.  A NaN reward gives NaN.
+  """
+  finite_sum = compensated_sum(jnp.where(jnp.isinf(r_sorted), 0, coeffs * r_sorted))
+  plus, minus = infinite_terms(r_sorted, pos, neg)
+  return infinite_overlay(finite_sum, jnp.any(plus, axis=-1), jnp.any(minus, axis=-1))

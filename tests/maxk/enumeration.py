@@ -349,15 +349,24 @@ BON_CASES = [
 
 
 def rank_statistic(values, weights) -> float:
-  """Σ_j w_j (j-th smallest of ``values``), len(values) == len(weights)."""
-  return float(np.sort(np.asarray(values, np.float64)) @ np.asarray(weights, np.float64))
+  """Σ_j w_j (j-th smallest of ``values``), len(values) == len(weights).
+
+  Terms with w_j = 0 are left out, and the rest added in IEEE arithmetic, so that
+  infinite values give ±inf or NaN (inf − inf) and a zero weight never 0 · inf.
+  """
+  ordered = np.sort(np.asarray(values, np.float64))
+  w = np.asarray(weights, np.float64)
+  terms = [wj * x for wj, x in zip(w, ordered) if wj != 0]
+  with np.errstate(invalid="ignore"):
+    return float(np.sum(terms)) if terms else 0.0
 
 
 def order_stat_at_k(r, weights) -> float:
   """(1/C(n,k)) Σ_{|I|=k} Σ_j w_j (j-th smallest of I), k = len(weights)."""
   r = np.asarray(r, np.float64)
   k = len(weights)
-  return float(np.mean([rank_statistic(r[list(s)], weights) for s in subsets(len(r), k)]))
+  with np.errstate(invalid="ignore"):
+    return float(np.mean([rank_statistic(r[list(s)], weights) for s in subsets(len(r), k)]))
 
 
 def order_stat_advantages(r, weights, baseline: str) -> np.ndarray:
@@ -365,25 +374,31 @@ def order_stat_advantages(r, weights, baseline: str) -> np.ndarray:
   r = np.asarray(r, np.float64)
   n, k = len(r), len(weights)
   s = np.zeros(n)
-  for sub in subsets(n, k):
-    s[list(sub)] += rank_statistic(r[list(sub)], weights)
-  s /= math.comb(n, k)
-  if baseline == "none" or n == k:
-    return s
-  scale = {"loo": k / (n - 1), "loo_centered": k / n}[baseline]
-  return np.array([s[i] - scale * order_stat_at_k(np.delete(r, i), weights) for i in range(n)])
+  with np.errstate(invalid="ignore"):  # inf − inf is NaN, as it should be
+    for sub in subsets(n, k):
+      s[list(sub)] += rank_statistic(r[list(sub)], weights)
+    s /= math.comb(n, k)
+    if baseline == "none" or n == k:
+      return s
+    scale = {"loo": k / (n - 1), "loo_centered": k / n}[baseline]
+    return np.array([s[i] - scale * order_stat_at_k(np.delete(r, i), weights) for i in range(n)])
 
 
 def exact_order_stat(probs, values, weights) -> float:
   """E[Σ_j w_j X_(j:k)] for k i.i.d. draws, by enumerating all k-tuples of outcomes.
 
   ``probs`` is used as given (no normalisation): a polynomial in the probabilities.
+  Tuples of probability 0 are left out, so infinite values count only where they
+  can be drawn (IEEE arithmetic otherwise: ±inf, or NaN for inf − inf).
   """
   probs = np.asarray(probs, np.float64)
   values = np.asarray(values, np.float64)
   total = 0.0
   for t in itertools.product(range(len(probs)), repeat=len(weights)):
-    total += np.prod(probs[list(t)]) * rank_statistic(values[list(t)], weights)
+    weight = np.prod(probs[list(t)])
+    if weight != 0:
+      with np.errstate(invalid="ignore"):
+        total += weight * rank_statistic(values[list(t)], weights)
   return total
 
 

@@ -130,6 +130,76 @@ class JitVmapTest(chex.TestCase):
     )
 
 
+# ±inf rewards, with zero-probability outcomes among them: [B, 4] probs and rewards.
+INF_PROBS = np.array(
+  [
+    [0.5, 0.5, 0.0, 0.0],
+    [0.0, 0.6, 0.4, 0.0],  # both infinities unreachable
+    [0.3, 0.3, 0.4, 0.0],  # both reachable
+    [0.2, 0.0, 0.8, 0.0],
+    [0.5, 0.5, 0.0, 0.0],
+    [0.25, 0.0, 0.75, 0.0],  # zero probability between ties
+  ]
+)
+INF_REWARDS = np.array(
+  [
+    [-np.inf, 1.0, np.inf, 0.0],
+    [-np.inf, 2.0, -1.0, np.inf],
+    [-np.inf, np.inf, 0.0, 5.0],
+    [np.inf, 3.0, np.inf, -np.inf],
+    [-np.inf, -np.inf, 1.0, 1.0],
+    [1.0, -np.inf, 1.0, 2.0],
+  ]
+)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_infinite_rewards_match_draws(x64):
+  """E[Σ_{j: w_j != 0} w_j X_(j:k)] over all k-tuples of draws in IEEE arithmetic:
+  zero-probability outcomes contribute nothing, ±inf of positive probability
+  gives ±inf by the signs of the weights, and inf − inf NaN."""
+  dtype = np.float64 if x64 else np.float32
+  with jax.enable_x64(x64):
+    # The reported cases, under jit: max@2 is 1 (not NaN) and inf (not NaN).
+    f = jax.jit(lambda p, v: maxk.order_stat_exact(p, v, maxk.rank_weights("max", 2)))
+    reported = [([0.0, 1.0], [-np.inf, 1.0]), ([0.5, 0.5], [1.0, np.inf])]
+    got = [f(np.array(p, dtype), np.array(v, dtype)) for p, v in reported]
+    np.testing.assert_array_equal(got, [1.0, np.inf])
+    probs, values = INF_PROBS.astype(dtype), INF_REWARDS.astype(dtype)
+    for k in (2, 3):
+      rng = np.random.default_rng(k)
+      weights = {
+        "max": maxk.rank_weights("max", k),
+        "min": maxk.rank_weights("min", k),
+        "median": maxk.rank_weights("median", k),
+        "signed": rng.normal(size=k),
+        "zeros": np.where(np.arange(k) == k // 2, -1.0, 0.0),
+      }
+      for name, w in weights.items():
+        want = [enumeration.exact_order_stat(p, v, w) for p, v in zip(probs, values)]
+        got = maxk.order_stat_exact(probs, values, w)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"{name} k={k}")
+      np.testing.assert_allclose(
+        maxk.order_stat_exact(probs, values, weights["max"]),
+        maxk.max_at_k_exact(probs, values, k),
+        rtol=1e-6,
+      )
+
+
+def test_grad_with_a_zero_probability_infinite_reward_is_finite():
+  """The value does not depend on a zero-probability ±inf reward; its gradient is
+  that of the nearest finite reward in its place (documented)."""
+  w = np.random.default_rng(0).normal(size=3)
+  grad = jax.grad(lambda p, v: maxk.order_stat_exact(p, v, w))
+  probs = jnp.array([0.0, 0.6, 0.4, 0.0])
+  g = grad(probs, jnp.array([-np.inf, 2.0, -1.0, np.inf]))
+  np.testing.assert_allclose(g, grad(probs, jnp.array([-1.0, 2.0, -1.0, 2.0])), rtol=1e-6)
+  np.testing.assert_allclose(
+    g, enumeration.exact_order_stat_grad_probs(probs, [-1.0, 2.0, -1.0, 2.0], w), atol=2e-5
+  )
+
+
 def test_nan_reward_only_affects_its_row_under_jit():
   probs = np.full((3, 4), 0.25, np.float32)
   values = np.arange(12, dtype=np.float32).reshape(3, 4)

@@ -178,3 +178,10 @@ def test_bad_input():
     maxk.pass_at_k_training_advantages(np.array([0.2, 1.0]), 1)
   with pytest.raises(ValueError, match="eps"):
     maxk.pass_at_k_training_advantages(np.ones(3), 1, eps=-0.1)
+
+
+def test_no_samples_names_the_argument_and_its_shape():
+  """An empty sample axis is the error, not a k = 1 that maxrl was never given."""
+  for fn in (maxk.maxrl_advantages, lambda c: maxk.pass_at_k_training_advantages(c, 1)):
+    with pytest.raises(ValueError, match=r"correct must hold at least one sample .* \(2, 0\)"):
+      fn(np.zeros((2, 0)))

@@ -74,3 +74,14 @@ def test_from_group_max_and_finite_or_zero():
   # The shift carries no gradient.
   g = jax.grad(lambda a: jnp.sum(sorted_kernels.from_group_max(a)))(jnp.array([1.0, 2.0]))
   np.testing.assert_array_equal(g, [1.0, 1.0])
+
+
+def test_compensated_sum_keeps_what_cancellation_loses():
+  """1e8 + 1 − 1e8 + 0.5 is 1.5; a float32 sum from the left gives 0.5 (1e8 + 1 rounds
+  to 1e8).  The derivative is the plain sum's."""
+  x = jnp.array([[1e8, 1.0, -1e8, 0.5], [3.0, -1.0, 0.25, 0.0]], jnp.float32)
+  np.testing.assert_array_equal(jax.jit(sorted_kernels.compensated_sum)(x), [1.5, 2.25])
+  np.testing.assert_array_equal(jax.vmap(sorted_kernels.compensated_sum)(x), [1.5, 2.25])
+  g = jax.grad(lambda a: jnp.sum(sorted_kernels.compensated_sum(a) * jnp.array([1.0, 2.0])))(x)
+  np.testing.assert_array_equal(g, [[1.0] * 4, [2.0] * 4])
+  assert float(sorted_kernels.compensated_sum(jnp.zeros((0,), jnp.float32))) == 0.0
