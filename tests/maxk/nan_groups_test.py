@@ -63,8 +63,6 @@ NOT_GROUP_WISE = {
   "bon_win_rate_gap_bound_delta": "elementwise in delta (no group axis)",
 }
 
-_RANK_XFAIL = pytest.mark.xfail(strict=True, reason="rank objectives NaN: fixed on branch fix19-A")
-
 
 @dataclasses.dataclass(frozen=True)
 class Case:
@@ -85,7 +83,6 @@ class Case:
   sizes: tuple[int, ...] = (7,)
   prompts: int = 0
   exact: bool = True
-  xfail: bool = False
 
 
 def _ks(n: int) -> tuple[int, ...]:
@@ -193,20 +190,6 @@ RANK_WEIGHTS: dict[str, Callable[[int], np.ndarray]] = {
   "lifted,min,k=2->5": lambda n: maxk.lift_rank_weights(maxk.rank_weights("min", 2), 5),
 }
 
-# Weights whose NaN groups come out partly finite until the fix on branch
-# fix19-A: each is its own case, a strict xfail run in float32 only; the others
-# share one program.  Once fixed, empty this tuple: they join that program.
-RANK_XFAILS = (
-  "min,k=1",
-  "min,k=3",
-  "min,k=n",
-  "median,k=3",
-  "median,k=4",
-  "bottom_m,k=4,m=2",
-  "lifted,min,k=2->5",
-)
-
-
 # The weights also run on groups sorted by lax.sort (the NaN handling is in the
 # coefficients, which the two sorting paths share).
 _RANK_LARGE = {"max,k=n", "min,k=3", "custom,k=3", "mixed_k,max,k=3|4"}
@@ -300,18 +283,8 @@ CASES = [
   Case(
     "rank",
     ("order_stat_at_k", "order_stat_advantages"),
-    _rank(tuple(w for w in RANK_WEIGHTS if w not in RANK_XFAILS)),
+    _rank(tuple(RANK_WEIGHTS)),
     sizes=(7, _LARGE_N),
-  ),
-  *(
-    Case(
-      f"rank[{w}]",
-      ("order_stat_at_k", "order_stat_advantages"),
-      _rank((w,)),
-      sizes=(7,),
-      xfail=True,
-    )
-    for w in RANK_XFAILS
   ),
   Case(
     "mean_with_interval",
@@ -459,11 +432,10 @@ def _params() -> list[object]:
       n,
       x64,
       id=f"{case.label}-n={n}-{'x64' if x64 else 'f32'}",
-      marks=[_RANK_XFAIL] if case.xfail else [],
     )
     for case in CASES
     for n in case.sizes
-    for x64 in ((False,) if case.xfail else (False, True))
+    for x64 in (False, True)
   ]
 
 
