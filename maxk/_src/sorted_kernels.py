@@ -20,6 +20,8 @@ from jax import lax
 import jax.numpy as jnp
 import numpy as np
 
+from maxk._src import checks
+
 
 class SortedTransform(NamedTuple):
   """Static coefficients of a_(j) = d_j r_(j) + Σ_{m>j} u_m r_(m) − Σ_{m<j} p_m r_(m).
@@ -125,8 +127,7 @@ def zscore(x: jax.Array, *, eps: float | jax.Array, ddof: int = 0) -> jax.Array:
     ``[..., n]`` standardised values.
   """
   n = x.shape[-1]
-  has_nan = jnp.any(jnp.isnan(x), axis=-1, keepdims=True)
-  x = from_group_max(x)
+  values, x = x, from_group_max(x)
   spread = -jnp.min(x, axis=-1, keepdims=True)
   spread = lax.stop_gradient(jnp.where(jnp.isfinite(spread) & (spread > 0), spread, 1))
   x = x / spread
@@ -137,8 +138,9 @@ def zscore(x: jax.Array, *, eps: float | jax.Array, ddof: int = 0) -> jax.Array:
   std = jnp.where(positive, jnp.sqrt(jnp.where(positive, var, 1)), 0)
   denom = std + eps / spread
   safe = jnp.where(denom > 0, denom, 1)
-  out = jnp.where(denom > 0, centred / safe, jnp.where(jnp.isnan(denom), jnp.nan, 0))
-  return jnp.where(has_nan, jnp.nan, out)
+  return checks.nan_group(
+    values, jnp.where(denom > 0, centred / safe, jnp.where(jnp.isnan(denom), jnp.nan, 0))
+  )
 
 
 def _two_sum(
