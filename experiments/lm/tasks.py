@@ -24,14 +24,19 @@ make it a new problem.
 
 Tasks:
   * ``countdown``: reach a target number with +, -, * and parentheses from given
-    numbers, each used at most once. Many valid answers per prompt. Key: the
-    multiset of numbers and the target.
-  * ``addition``: add two zero-padded integers. One valid answer per prompt. Key:
-    the unordered pair of addends (a+b and b+a are one problem: the sum is the same
+    numbers, each used at most once and at least ``min_used`` of them (the target
+    is never one of the numbers). Many valid answers per prompt. ``continuous``:
+    1 / (1 + distance to the target) for a valid expression. Key: the multiset of
+    numbers and the target.
+  * ``addition``: add two zero-padded integers. One valid answer per prompt.
+    ``continuous``: the share of answer digits right at their position. Key: the
+    unordered pair of addends (a+b and b+a are one problem: the sum is the same
     and so is the skill).
   * ``program``: tiny program synthesis. Given a few ``x -> f(x)`` examples, write
     an expression in ``x`` that computes the hidden function f; it is run on
-    hidden test inputs. Key: the hidden function (shown with other inputs, it is
+    hidden test inputs. ``continuous``: the coefficient of determination of the
+    completion's outputs for f's over the hidden inputs, clipped at 0 (every
+    constant scores 0). Key: the hidden function (shown with other inputs, it is
     the same problem).
 """
 
@@ -58,6 +63,8 @@ _CHAR_TO_ID = {c: i + len(_SPECIAL) for i, c in enumerate(_CHARS)}
 _ID_TO_CHAR = np.array(["?"] * len(_SPECIAL) + list(_CHARS))
 # Keys are int64; every task checks that its largest key fits.
 _MAX_KEY = 2**62
+# The largest float32 below 1: a partial reward that float32 would round up to 1.
+_BELOW_ONE = float(np.nextafter(np.float32(1), np.float32(0)))
 
 
 def encode(text: str) -> list[int]:
@@ -199,12 +206,21 @@ class Countdown:
   random subset of at least ``min_used`` numbers); any other expression that
   reaches the target is equally correct.
 
-  A completion is *valid* when it parses and uses only the given numbers, each at
-  most as often as given. ``binary`` = valid and equal to the target;
-  ``continuous`` = 1 / (1 + |value - target|) for a valid completion, else 0: how
-  close the completion gets to the target while obeying the rules (1 exactly when
-  correct, 1/2 when off by one, 1/11 when off by ten). Echoing the target, or any
-  expression with a number that was not given, scores 0; so does a parse error.
+  A completion is *valid* when it parses, uses only the given numbers, each at
+  most as often as given, and uses at least ``min_used`` of them (counted with
+  multiplicity). ``binary`` = valid and equal to the target; ``continuous`` =
+  1 / (1 + |value - target|) for a valid completion, else 0: how close the
+  completion gets to the target while obeying the rules (1 exactly when correct,
+  1/2 when off by one, 1/11 when off by ten). Echoing the target, any expression
+  with a number that was not given, one with fewer than ``min_used`` numbers (a
+  lone given number, say) and a parse error all score 0 on both rewards.
+
+  ``sample_problems`` never poses a problem whose target is one of its numbers
+  (such draws are rejected, like those whose target falls outside
+  [0, 10**target_digits)): every problem needs an expression over at least two
+  numbers. It is a deterministic function of the generator's state. About 70% of
+  the draws are accepted for the defaults and for ``num_numbers=4, max_number=25,
+  target_digits=3``.
 
   Rows of ``sample_problems``: the numbers (prompt order), the count used, a
   permutation of the numbers (the first ``used`` form the solution), the operator
@@ -261,7 +277,11 @@ class Countdown:
       signed = np.where(op == 0, value, -value)
       term = np.where(times, term * value, np.where(plus_minus, signed, term))
     target = total + term
-    valid = (target >= 0) & (target < 10**self.target_digits)
+    valid = (
+      (target >= 0)
+      & (target < 10**self.target_digits)
+      & ~np.any(numbers == target[:, None], axis=1)
+    )
     rows = np.concatenate([numbers, used[:, None], order, ops, target[:, None]], axis=1)
     return rows.astype(np.int64), valid
 
@@ -327,6 +347,8 @@ class Countdown:
     try:
       value, used = expressions.parse_expression(completion)
     except ValueError:
+      return Score(0.0, 0.0)
+    if len(used) < self.min_used:
       return Score(0.0, 0.0)
     remaining = list(available)
     for x in used:
@@ -461,11 +483,26 @@ class Program:
 
   The completion is an expression over ``x``, integers, +, -, * and parentheses
   (:func:`parse` with ``variable=True``), run by our interpreter on every *hidden*
-  test input: each x in [0, max_input] that the prompt does not show (at least
-  ``degree + 1`` of them, so that among polynomials of degree <= ``degree`` only f
-  passes them all). ``continuous`` = the fraction of hidden inputs on which it
-  equals f (each input an independent check); ``binary`` = it passes all of them.
-  A completion that does not parse scores 0. Problem key: f itself (its
+  test input: each x in the set H of inputs in [0, max_input] that the prompt does
+  not show (at least ``degree + 1`` of them, so that among polynomials of degree
+  <= ``degree`` only f passes them all). ``binary`` = it equals f on all of H.
+  ``continuous`` = the coefficient of determination of its outputs g, clipped at 0:
+
+    max(0, 1 - SSE / SST),  SSE = sum_{x in H} (g(x) - f(x))^2,
+                            SST = sum_{x in H} (f(x) - mean_H f)^2,
+
+  computed exactly (rationals, then one rounding to float, capped at 1 - 2^-24,
+  the largest float32 below 1, so that a wrong completion stays below 1 in
+  ``score_batch``'s float32 arrays even when SST is huge). SST > 0: were f equal
+  to a constant c on all of H, f - c would have at least ``degree + 1`` roots at
+  degree <= ``degree``, so f would be the constant c, and f is not constant.
+  Hence the reward is 1 exactly when SSE = 0, i.e. when ``binary`` is 1. Any
+  constant g = c scores 0, since SSE = SST + |H| (c - mean_H f)^2 >= SST: no
+  constant answer, however well chosen from the prompt, earns credit (counting
+  the hidden inputs passed would give 1/|H| to a constant equal to f at one of
+  them, a shortcut RL finds). A near miss earns much: ``3*x+21`` for ``3*x+20`` on
+  H = {0, 2, 3, 5, 6, 8, 9} scores 1 - 7/(9 * 444/7) = 3947/3996 ~ 0.988. A
+  completion that does not parse scores 0. Problem key: f itself (its
   coefficients), whatever inputs are shown. The reference solution is f's
   canonical form (``"3*x+20"``, ``"9-x"``, ``"x*x-3*x+2"``).
 
@@ -591,8 +628,14 @@ class Program:
       expression = expressions.parse(completion, variable=True)
     except ValueError:
       return Score(0.0, 0.0)
-    right = sum(expression(x) == _polynomial(coefs, x) for x in hidden)
-    return Score(float(right == len(hidden)), right / len(hidden))
+    want = [_polynomial(coefs, x) for x in hidden]
+    sse = sum((expression(x) - y) ** 2 for x, y in zip(hidden, want))
+    if sse == 0:
+      return Score(1.0, 1.0)
+    mean = Fraction(sum(want), len(want))
+    sst = sum((y - mean) ** 2 for y in want)  # > 0: see the class docstring.
+    r_squared = float(1 - sse / sst)  # One rounding of the exact value.
+    return Score(0.0, min(max(r_squared, 0.0), _BELOW_ONE))
 
 
 def _polynomial(coefs: Sequence[int], x: int) -> int:

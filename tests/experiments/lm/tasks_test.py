@@ -31,7 +31,8 @@ COUNTDOWN = tasks.Countdown(num_numbers=3, max_number=9)
     ("3*3+7", 0.0, 0.0),  # 3 used twice.
     ("3*5", 0.0, 1 / 8),  # Valid, off by 7.
     ("3*7", 0.0, 1 / 2),  # Valid, off by 1.
-    ("7", 0.0, 1 / 16),  # A trivial valid answer, far off.
+    ("7", 0.0, 0.0),  # A lone number: fewer than min_used = 2.
+    ("7-3", 0.0, 1 / 19),  # Valid, far off.
     ("3*5+", 0.0, 0.0),  # Does not parse.
     ("?", 0.0, 0.0),
     ("9*9*9", 0.0, 0.0),  # Invalid numbers.
@@ -43,14 +44,38 @@ def test_countdown_score(completion, binary, continuous):
   assert score.continuous == pytest.approx(continuous)
 
 
-def test_countdown_echo_scores_zero_on_drawn_prompts():
-  problems = COUNTDOWN.sample_problems(np.random.default_rng(5), 200)
-  for row in problems:
-    prompt = COUNTDOWN.example(row).prompt
+def test_countdown_rejects_echoing_a_given_number_equal_to_the_target():
+  # Hand-made: the target 8 is a given number; echoing it uses one number < min_used.
+  assert COUNTDOWN.score("3,5,8>008=", "8") == tasks.Score(0.0, 0.0)
+  assert COUNTDOWN.score("3,5,8>008=", "(8)") == tasks.Score(0.0, 0.0)
+  assert COUNTDOWN.score("3,5,8>008=", "3+5") == tasks.Score(1.0, 1.0)
+  stricter = tasks.Countdown(num_numbers=4, max_number=25, min_used=3)
+  assert stricter.score("03,05,08,20>023=", "20+3") == tasks.Score(0.0, 0.0)  # 2 < 3 numbers.
+  assert stricter.score("03,05,08,20>023=", "20+8-5") == tasks.Score(1.0, 1.0)
+  assert stricter.score("03,05,08,20>023=", "20+3+8-8") == tasks.Score(0.0, 0.0)  # 8 twice.
+  assert stricter.score("03,05,08,20>023=", "3*5-20+8") == tasks.Score(0.0, 1 / 21)  # 3.
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"num_numbers": 4, "max_number": 25, "min_used": 2}])
+def test_countdown_never_poses_a_target_among_its_numbers(kwargs):
+  task = tasks.Countdown(**kwargs)
+  n = task.num_numbers
+  problems = task.sample_problems(np.random.default_rng(5), 20_000)
+  assert not np.any(problems[:, :n] == problems[:, 3 * n : 3 * n + 1])
+  for row in problems[:200]:  # The prompt text agrees; echoing the target scores 0.
+    prompt = task.example(row).prompt
     numbers = [int(x) for x in prompt.split(">")[0].split(",")]
-    target = int(prompt[-4:-1])
-    if target not in numbers:
-      assert COUNTDOWN.score(prompt, str(target)) == tasks.Score(0.0, 0.0)
+    target = int(prompt.split(">")[1][:-1])
+    assert target not in numbers and target == row[3 * n]
+    assert task.score(prompt, str(target)) == tasks.Score(0.0, 0.0)
+
+
+def test_harder_countdown_has_a_large_problem_universe():
+  task = tasks.Countdown(num_numbers=4, max_number=25, min_used=2, target_digits=3)
+  assert (task.prompt_len, task.completion_len) == (16, 21)
+  keys = task.problem_keys(task.sample_problems(np.random.default_rng(0), 150_000))
+  # Distinct keys among the draws: a lower bound on the universe (the default has ~2,000).
+  assert np.unique(keys).size >= 10**5
 
 
 def test_countdown_two_digit_numbers_and_repeats():
@@ -113,10 +138,17 @@ PROMPT = "1>023,4>032,7>041="
     ("3*x+20", 1.0, 1.0),
     ("20+x*3", 1.0, 1.0),  # Any equivalent expression.
     ("(x+7)*3-1", 1.0, 1.0),
-    ("3*x+21", 0.0, 0.0),  # Off by one everywhere.
-    ("23+0*x", 0.0, 0.0),  # Right only at a shown input.
-    ("26", 0.0, 1 / 7),  # A constant, right at x = 2.
-    ("x*x-6*x+28", 0.0, 1 / 7),  # Agrees with f at x = 1 and 8 only: 8 is hidden.
+    # Hidden x: sum 33, sum of squares 219, so sum (x - mean)^2 = 219 - 33^2/7 = 444/7
+    # and SST = 3^2 * 444/7 = 3996/7.
+    ("3*x+21", 0.0, 1 - 7 / (3996 / 7)),  # Off by one everywhere: SSE = 7.
+    # g - f = 5 - x = 5, 3, 2, 0, -1, -3, -4: SSE = 64.
+    ("2*x+25", 0.0, 1 - 64 * 7 / 3996),
+    ("23+0*x", 0.0, 0.0),  # A constant: right only at a shown input.
+    ("26", 0.0, 0.0),  # A constant right at x = 2 (the old reward gave it 1/7).
+    ("44", 0.0, 0.0),  # The constant closest to f's mean on the hidden inputs.
+    # Agrees with f at x = 1 and 8 only; g - f = (x - 1)(x - 8) = 8, -6, -10, -12, -10,
+    # 0, 8 on the hidden inputs: SSE = 508.
+    ("x*x-6*x+28", 0.0, 1 - 508 * 7 / 3996),
     ("3*x+", 0.0, 0.0),
     ("?", 0.0, 0.0),
   ],
@@ -125,6 +157,81 @@ def test_program_score(completion, binary, continuous):
   score = PROGRAM.score(PROMPT, completion)
   assert score.binary == binary
   assert score.continuous == pytest.approx(continuous)
+
+
+def _literal(c):
+  """An integer as the expression language writes it (no unary minus)."""
+  return str(c) if c >= 0 else f"(0-{-c})"
+
+
+def _r_squared(g, f):
+  """Clipped coefficient of determination of g for f (rows), float64 NumPy."""
+  sse = np.sum((g - f) ** 2, axis=-1)
+  sst = np.sum((f - f.mean(axis=-1, keepdims=True)) ** 2, axis=-1)
+  return np.maximum(0.0, 1.0 - sse / sst)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"degree": 2, "max_coef": 9, "num_examples": 4}])
+def test_program_continuous_is_one_exactly_when_correct(kwargs):
+  task = tasks.Program(**kwargs)
+  rng = np.random.default_rng(11)
+  checked = correct = partial = 0
+  for row in task.sample_problems(rng, 40):
+    prompt = task.example(row).prompt
+    coefs = row[: task.degree + 1]
+    hidden = np.array(task.hidden_inputs(prompt))
+    f = np.polyval(coefs[::-1], hidden).astype(np.float64)
+    # Polynomials at and around f (one of them f itself), then random character strings.
+    for _ in range(12):
+      g_coefs = coefs + rng.integers(-1, 2, size=coefs.shape) * rng.integers(0, 2)
+      text = "+".join(f"{_literal(c)}" + "*x" * j for j, c in enumerate(g_coefs.tolist()))
+      score = task.score(prompt, text)
+      g = np.polyval(g_coefs[::-1], hidden).astype(np.float64)
+      assert score.binary == float(np.array_equal(g, f))
+      assert score.continuous == pytest.approx(_r_squared(g, f), rel=1e-12, abs=0)
+      assert (score.continuous == 1.0) == (score.binary == 1.0)
+      checked += 1
+      correct += int(score.binary)
+      partial += int(0.0 < score.continuous < 1.0)
+    for _ in range(12):
+      text = "".join(rng.choice(list("0123456789+-*()x"), size=rng.integers(1, 9)))
+      score = task.score(prompt, text)
+      assert (score.continuous == 1.0) == (score.binary == 1.0)
+      assert 0.0 <= score.continuous <= 1.0
+  assert checked > correct > 0 and partial > 0  # Both sides of the equivalence occur.
+
+
+def test_program_no_constant_earns_credit():
+  """The best constant in [0, 10**value_digits), chosen knowing f, scores 0 on average."""
+  task = PROGRAM
+  problems = task.sample_problems(np.random.default_rng(3), 200)
+  constants = np.arange(10**task.value_digits, dtype=np.float64)
+  best, old_best = [], []
+  for row in problems:
+    prompt = task.example(row).prompt
+    hidden = np.array(task.hidden_inputs(prompt))
+    f = (row[0] + row[1] * hidden).astype(np.float64)
+    scores = _r_squared(np.broadcast_to(constants[:, None], (len(constants), len(f))), f)
+    best.append(scores.max())
+    old_best.append(np.max(np.sum(constants[:, None] == f, axis=1)))  # Hidden inputs hit.
+    # The verifier agrees with the formula on the best constant, the one closest to the
+    # mean and the old shortcut (f at one hidden input).
+    for c in (int(np.argmax(scores)), int(np.rint(f.mean())), int(f[0])):
+      assert task.score(prompt, str(c)).continuous == pytest.approx(scores[c], abs=1e-12)
+  assert np.mean(best) <= 0.05
+  # The reward this one replaced (the share of hidden inputs passed) gave a constant
+  # credit on every problem.
+  assert min(old_best) >= 1
+
+
+def test_program_partial_credit_stays_below_one_in_float32():
+  # f = 9999x + 1 on 0..99, shown at x = 0, 1, 2. Off by one: SSE = 97 hidden inputs, SST
+  # = 9999^2 * sum (x - mean)^2 ~ 8e12, so 1 - SSE/SST rounds to 1 in float32.
+  task = tasks.Program(max_coef=9999, max_input=99, value_digits=6)
+  prompt = "00>000001,01>010000,02>019999="
+  score = task.score(prompt, "9999*x+2")
+  assert score.binary == 0.0 and 0.999 < score.continuous < 1.0
+  assert np.float32(score.continuous) < 1.0
 
 
 def test_program_reads_the_hidden_function_and_its_tests():
