@@ -22,6 +22,13 @@ problems are excluded from training by key (``sample_examples(..., exclude=keys)
 not by prompt text: reordering the numbers of a held-out countdown prompt does not
 make it a new problem.
 
+**Near problems.** Two distinct problems are *near* when they differ in one
+component (``near_signatures``): countdown problems with the same target and all
+numbers but one, addition problems with one addend in common, program problems
+whose hidden functions share all coefficients but one. A held-out problem with a
+near training problem tests less generalisation than its key alone suggests;
+``splits`` counts them.
+
 Tasks:
   * ``countdown``: reach a target number with +, -, * and parentheses from given
     numbers, each used at most once and at least ``min_used`` of them (the target
@@ -146,6 +153,12 @@ class Task(Protocol):
 
   def key_text(self, key: int) -> str:
     """A readable canonical form of a key."""
+    ...
+
+  def near_signatures(self, keys: np.ndarray) -> np.ndarray:
+    """``[num, m]`` int64 signatures of problem keys: two problems are *near* (the
+    same problem but for one component) exactly when they share a signature. A key
+    shares all its signatures with itself."""
     ...
 
   def score(self, prompt: str, completion: str) -> Score: ...
@@ -289,8 +302,10 @@ class Countdown:
     return _accepted(self._draw, rng, num, self.name, oversample=2)
 
   def _keys(self, sorted_numbers: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Keys of rows of sorted numbers (``num_numbers`` of them, or fewer for the near
+    signatures) and their targets."""
     code = np.zeros(len(target), np.int64)
-    for i in range(self.num_numbers):
+    for i in range(sorted_numbers.shape[1]):
       code = code * (self.max_number + 1) + sorted_numbers[:, i]
     return code * 10**self.target_digits + target
 
@@ -331,6 +346,26 @@ class Countdown:
   def prompt_key(self, prompt: str) -> int:
     numbers, target = self._read(prompt)
     return int(self._keys(np.array([sorted(numbers)]), np.array([target]))[0])
+
+  def _decode(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted numbers ``[num, num_numbers]``, targets ``[num]``) of keys."""
+    code, target = np.divmod(np.asarray(keys, np.int64), 10**self.target_digits)
+    numbers = np.zeros((len(code), self.num_numbers), np.int64)
+    for i in reversed(range(self.num_numbers)):
+      code, numbers[:, i] = np.divmod(code, self.max_number + 1)
+    return numbers, target
+
+  def near_signatures(self, keys: np.ndarray) -> np.ndarray:
+    """One signature per number: the key of the other numbers and the target.
+
+    Two problems share one exactly when they have the same target and their
+    multisets of numbers share ``num_numbers - 1`` of them (dropping the number
+    in which they differ leaves the same sorted rest). ``[num, num_numbers]``.
+    """
+    numbers, target = self._decode(keys)
+    n = self.num_numbers
+    columns = [self._keys(np.delete(numbers, i, axis=1), target) for i in range(n)]
+    return np.stack(columns, axis=1)
 
   def key_text(self, key: int) -> str:
     """``"3,5,7>22"``: the sorted numbers and the target."""
@@ -414,6 +449,10 @@ class Addition:
   def prompt_key(self, prompt: str) -> int:
     a, b = self._read(prompt)
     return min(a, b) * 10**self.num_digits + max(a, b)
+
+  def near_signatures(self, keys: np.ndarray) -> np.ndarray:
+    """``[num, 2]``: the two addends; two problems share one when they share an addend."""
+    return np.stack(np.divmod(np.asarray(keys, np.int64), 10**self.num_digits), axis=1)
 
   def key_text(self, key: int) -> str:
     """``"371+958"``: the smaller addend first."""
@@ -538,7 +577,8 @@ class Program:
       raise ValueError(
         f"value_digits={self.value_digits} cannot show f(x) = x up to max_input={self.max_input}."
       )
-    if (2 * self.max_coef + 1) ** (self.degree + 1) >= _MAX_KEY:
+    # Near signatures use one more digit value (see near_signatures).
+    if (2 * self.max_coef + 2) ** (self.degree + 1) >= _MAX_KEY:
       raise ValueError(f"max_coef={self.max_coef} gives keys beyond int64.")
 
   @property
@@ -606,6 +646,28 @@ class Program:
   def prompt_key(self, prompt: str) -> int:
     coefs, _ = self.function(prompt)
     return int(self._coef_keys(np.array([coefs]))[0])
+
+  def near_signatures(self, keys: np.ndarray) -> np.ndarray:
+    """One signature per coefficient: the others, that one replaced by a wildcard.
+
+    Digits in base ``2 * max_coef + 2``: c_j + max_coef for every coefficient but
+    the j-th, ``2 * max_coef + 1`` (the wildcard, no coefficient's digit) for it.
+    Two problems share one exactly when their functions agree in all coefficients
+    but one (the wildcard's position tells the signatures of different j apart).
+    ``[num, degree + 1]``.
+    """
+    base = 2 * self.max_coef + 1
+    digits = np.zeros((len(keys), self.degree + 1), np.int64)
+    code = np.asarray(keys, np.int64)
+    for j in range(self.degree + 1):
+      code, digits[:, j] = np.divmod(code, base)
+    wide = (base + 1) ** np.arange(self.degree + 1, dtype=np.int64)
+    columns = []
+    for j in range(self.degree + 1):
+      wild = digits.copy()
+      wild[:, j] = base
+      columns.append(wild @ wide)
+    return np.stack(columns, axis=1)
 
   def key_text(self, key: int) -> str:
     """``"f=3*x+20"``: the hidden function's canonical form."""

@@ -106,3 +106,45 @@ def test_make_split_counts_and_file(tmp_path):
 def test_overlap_counts_distinct_shared_problems():
   assert splits.overlap(np.array([1, 1, 2, 5]), np.array([1, 5, 7])) == 2
   assert splits.overlap(np.array([], np.int64), np.array([1])) == 0
+
+
+@pytest.mark.parametrize(
+  "name,kwargs",
+  [
+    ("countdown", {"num_numbers": 3, "max_number": 6, "target_digits": 2}),
+    ("addition", {"num_digits": 2}),
+    ("program", {}),
+  ],
+)
+def test_near_eval_problems_agree_with_pairwise_comparison(name, kwargs):
+  task = tasks.make_task(name, **kwargs)
+  eval_keys = task.problem_keys(tasks.heldout_problems(task, seed=0, num=40))
+  train_keys = task.problem_keys(task.sample_problems(np.random.default_rng(1), 30))
+  train_keys = np.concatenate([train_keys, eval_keys[:5]])  # Itself is never near.
+  near = splits.near_eval_problems(task, train_keys, eval_keys)
+  eval_signatures = task.near_signatures(eval_keys)
+  train_signatures = task.near_signatures(train_keys)
+  expected = [
+    any(k != t and set(e) & set(s) for t, s in zip(train_keys, train_signatures))
+    for k, e in zip(eval_keys, eval_signatures)
+  ]
+  np.testing.assert_array_equal(near, expected)
+  assert 0 < sum(expected) < len(expected)
+  alone = splits.near_eval_problems(task, eval_keys[:1], eval_keys)
+  assert not alone[0]
+  assert not splits.near_eval_problems(task, np.zeros(0, np.int64), eval_keys).any()
+
+
+def test_make_split_counts_near_problems():
+  """micro (addition): an evaluation problem is near when a training one shares an addend."""
+  config = tiny.get_config("micro")
+  config.sft.steps, config.rl.steps = 1, 1  # 24 draws: some eval problems are near, some not.
+  task, eval_keys = _task_and_eval_keys(config)
+  split = splits.make_split(task, config, eval_keys)
+  sft_keys, rl_keys = splits.training_keys(task, config, eval_keys)
+  train = {tuple(task.key_text(int(k)).split("+")) for k in np.concatenate([sft_keys, rl_keys])}
+  near = [bool(set(task.key_text(int(k)).split("+")) & set().union(*train)) for k in eval_keys]
+  assert split["near_eval_problems"] == sum(near)
+  assert split["near_eval_share"] == pytest.approx(sum(near) / len(near))
+  assert split["near_definition"] == splits.NEAR_DESCRIPTIONS["addition"]
+  assert 0 < sum(near) < len(near)  # The count is informative on this config.

@@ -1,5 +1,7 @@
 """Tests of experiments.lm.tasks: tokenizer, problem keys and every reward."""
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -386,3 +388,45 @@ def test_score_batch_and_encodings():
     tasks.encode_completions(["01329"], ADDITION.completion_len)
   with pytest.raises(ValueError, match="share one length"):
     tasks.encode_prompts(["1+1=", "10+1="])
+
+
+# ---------------------------------------------------------------------- near problems
+
+
+def _near_by_components(name, task, a, b):
+  """Whether rows a and b pose problems that differ in at most one component."""
+  if name == "countdown":
+    n = task.num_numbers
+    shared = collections.Counter(a[:n].tolist()) & collections.Counter(b[:n].tolist())
+    return a[3 * n] == b[3 * n] and sum(shared.values()) >= n - 1
+  if name == "addition":
+    return bool(set(a.tolist()) & set(b.tolist()))
+  d = task.degree
+  return int(np.sum(a[: d + 1] != b[: d + 1])) <= 1
+
+
+@pytest.mark.parametrize(
+  "name,kwargs",
+  [
+    ("countdown", {"num_numbers": 3, "max_number": 4, "target_digits": 2}),
+    ("countdown", {"num_numbers": 4, "max_number": 5, "target_digits": 2}),
+    ("addition", {"num_digits": 1}),
+    ("program", {"max_coef": 4, "max_input": 4, "value_digits": 2}),
+    ("program", {"degree": 2, "max_coef": 3, "max_input": 5, "value_digits": 2}),
+  ],
+)
+def test_near_signatures_agree_with_pairwise_comparison(name, kwargs):
+  task = tasks.make_task(name, **kwargs)
+  rows = task.sample_problems(np.random.default_rng(0), 2000)
+  _, first = np.unique(task.problem_keys(rows), return_index=True)
+  rows = rows[np.sort(first)][:120]  # One row per key.
+  signatures = task.near_signatures(task.problem_keys(rows))
+  assert signatures.dtype == np.int64 and signatures.shape[0] == len(rows)
+  near = far = 0
+  for i in range(len(rows)):
+    for j in range(i + 1, len(rows)):
+      expected = _near_by_components(name, task, rows[i], rows[j])
+      assert bool(set(signatures[i]) & set(signatures[j])) == expected, (rows[i], rows[j])
+      near += expected
+      far += not expected
+  assert near > 20 and far > 20
