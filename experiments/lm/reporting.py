@@ -31,8 +31,8 @@ which add one when they gather results):
 * ``results.csv``: per stage/method/k_opt and k_eval = 1..n, ``pass_at_k``,
   ``max_at_k``, their ``_lo``/``_hi`` bounds and standard errors ``_se``;
 * ``prompts.csv``: per method and evaluation problem, the problem key, the prompt,
-  n, the number correct, the mean and max continuous reward, the base bin and
-  the binning evaluation's count, and all n rewards (``rewards``, space-separated),
+  n, the number correct, the mean and max continuous reward, the base bin,
+  the binning evaluation's count ``bin_correct`` of ``bin_n`` samples, and all n rewards (``rewards``, space-separated),
   enough to recompute every number here offline;
 * ``bins.csv``: pass@k and max@k with intervals per method, bin and k;
 * ``unsolved.csv``: per method, the fraction of the base-unsolved problems it
@@ -301,9 +301,12 @@ def prompt_rows(
   prompts: Sequence[str],
   keys: Sequence[str],
   bin_correct: np.ndarray,
+  *,
+  bin_n: int | None = None,
 ) -> list[dict[str, Any]]:
   """prompts.csv: one row per evaluation and problem (see the module docstring)."""
-  bins = difficulty_bins(bin_correct, evals[0].n)
+  bin_n = bin_n or evals[0].n
+  bins = difficulty_bins(bin_correct, bin_n)
   rows = []
   for ev in evals:
     for p, (prompt, key) in enumerate(zip(prompts, keys)):
@@ -321,6 +324,7 @@ def prompt_rows(
           "reward_max": float(np.max(rewards)),
           "base_bin": bins[p],
           "bin_correct": int(bin_correct[p]),
+          "bin_n": bin_n,
           "rewards": encode_rewards(rewards),
         }
       )
@@ -332,9 +336,11 @@ def bin_rows(
   seed: int,
   bin_correct: np.ndarray,
   estimates: dict[str, tuple] | None = None,
+  *,
+  bin_n: int | None = None,
 ) -> list[dict[str, Any]]:
   """bins.csv: pass@k and max@k with intervals per evaluation, base bin and k."""
-  bins = difficulty_bins(bin_correct, evals[0].n)
+  bins = difficulty_bins(bin_correct, bin_n or evals[0].n)
   rows = []
   for ev in evals:
     pass_kP, max_kP = (estimates or {}).get(ev.run) or per_prompt_estimates(ev)
@@ -360,14 +366,14 @@ def bin_rows(
 
 
 def unsolved_rows(
-  evals: Sequence[Evaluation], seed: int, bin_correct: np.ndarray
+  evals: Sequence[Evaluation], seed: int, bin_correct: np.ndarray, *, bin_n: int | None = None
 ) -> list[dict[str, Any]]:
   """unsolved.csv: per evaluation, the fraction of base-unsolved problems it solves.
 
   ``evals[0]`` is the base model's final evaluation (fresh samples): its row is the
   reference, and the other rows give their paired difference to it (``diff_*``).
   """
-  unsolved = difficulty_bins(bin_correct, evals[0].n) == "unsolved"
+  unsolved = difficulty_bins(bin_correct, bin_n or evals[0].n) == "unsolved"
   base_solved = (evals[0].correct_P[unsolved] > 0).astype(np.float64)
   rows = []
   for ev in evals:
@@ -433,6 +439,46 @@ def paired_rows(
   return rows
 
 
+# reward_hist.csv bins: exactly 0, ten bins (lo, hi] over (0, 1) (the last one
+# (0.9, 1) open), exactly 1.
+REWARD_BINS = (
+  ("0", 0.0, 0.0),
+  *((f"({i / 10:g},{(i + 1) / 10:g}]" if i < 9 else "(0.9,1)", i / 10, (i + 1) / 10) for i in range(10)),
+  ("1", 1.0, 1.0),
+)
+
+
+def reward_histogram_rows(evals: Sequence[Evaluation], seed: int) -> list[dict[str, Any]]:
+  """reward_hist.csv: per evaluation, how its samples' continuous rewards are spread.
+
+  One row per bin of ``REWARD_BINS`` (count and fraction of all P * n samples): the
+  shape a mean hides, e.g. mass piling onto a partial-credit value.
+  """
+  rows = []
+  for ev in evals:
+    r = np.asarray(ev.rewards_Pxn, np.float64).ravel()
+    total = max(r.size, 1)
+    for name, lo, hi in REWARD_BINS:
+      if lo == hi:
+        count = int(np.sum(r == lo))
+      elif hi == 1.0:
+        count = int(np.sum((r > lo) & (r < hi)))
+      else:
+        count = int(np.sum((r > lo) & (r <= hi)))
+      rows.append(
+        {
+          **_identity(ev, seed),
+          "rl_run": ev.run,
+          "bin": name,
+          "bin_lo": lo,
+          "bin_hi": hi,
+          "count": count,
+          "fraction": count / total,
+        }
+      )
+  return rows
+
+
 def report_tables(
   evals: Sequence[Evaluation],
   bin_correct: np.ndarray,
@@ -440,14 +486,18 @@ def report_tables(
   seed: int,
   prompts: Sequence[str],
   keys: Sequence[str],
+  bin_n: int | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-  """The rows of the five CSV files of the module docstring, by file name."""
+  """The rows of the five CSV files of the module docstring, by file name.
+
+  ``bin_n``: samples per problem of the binning evaluation (default: the evaluations' n).
+  """
   estimates = {ev.run: per_prompt_estimates(ev) for ev in evals}
   return {
     "results.csv": result_rows(evals, seed, estimates),
-    "prompts.csv": prompt_rows(evals, seed, prompts, keys, bin_correct),
-    "bins.csv": bin_rows(evals, seed, bin_correct, estimates),
-    "unsolved.csv": unsolved_rows(evals, seed, bin_correct),
+    "prompts.csv": prompt_rows(evals, seed, prompts, keys, bin_correct, bin_n=bin_n),
+    "bins.csv": bin_rows(evals, seed, bin_correct, estimates, bin_n=bin_n),
+    "unsolved.csv": unsolved_rows(evals, seed, bin_correct, bin_n=bin_n),
     "paired.csv": paired_rows(evals, seed, estimates),
   }
 
@@ -460,9 +510,10 @@ def write_reports(
   seed: int,
   prompts: Sequence[str],
   keys: Sequence[str],
+  bin_n: int | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
   """Writes the five CSV files of the module docstring; returns their rows by file name."""
-  tables = report_tables(evals, bin_correct, seed=seed, prompts=prompts, keys=keys)
+  tables = report_tables(evals, bin_correct, seed=seed, prompts=prompts, keys=keys, bin_n=bin_n)
   for name, rows in tables.items():
     outputs.write_results_csv(workdir, rows, filename=name)
   return tables

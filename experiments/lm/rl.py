@@ -59,7 +59,12 @@ replaces the product by 1 + sum_j (rho_j - 1), so other samples' ratios enter
 additively; ``"ppo_clip"`` uses the sample's own ratio only (biased for max@k once
 pi_theta != pi_old, but bounded).
 
-**Diagnostics** (logged per step, at the last inner epoch): ``last_ess_frac``, the
+**Diagnostics** (logged per step): ``grad_norm`` (first inner epoch, before
+clipping) and ``grad_norm_max`` (largest over the inner epochs: the step's gradient
+was clipped when it exceeds ``rl.max_grad_norm``); ``kl_to_warm_start``, an unbiased
+estimate of KL(pi_old || pi_warm) over whole completions (the mean of
+log pi_old(y) - log pi_warm(y) over the batch's samples); and at the last inner
+epoch: ``last_ess_frac``, the
 effective sample size (sum_i rho_i)^2 / sum_i rho_i^2 of each prompt's n ratios
 over n, averaged over prompts (1 on-policy); ``last_max_weight``, the largest
 normalised ratio rho_i / sum_j rho_j over all prompts (1/n on-policy, 1 when one
@@ -407,7 +412,8 @@ def make_update(
 
   ``tokens_BxT`` holds B = P * n rows (prompt + completion; row p * n + i is sample
   i of prompt p), ``mask_BxC`` marks completion tokens up to and including EOS,
-  ``rewards_Pxn`` the rewards. ``ref_params`` is only read when ``kl_coef > 0``.
+  ``rewards_Pxn`` the rewards. ``ref_params`` (the warm start) enters the loss only
+  when ``kl_coef > 0``; every run logs ``kl_to_warm_start`` from it.
   ``state_sharding`` (e.g. replicated) pins the sharding of the returned state, so
   that the next call hits the compilation cache.
   """
@@ -420,12 +426,12 @@ def make_update(
       shift_Pxn = adv_Pxn - maxk.max_at_k_advantages(rewards_Pxn, spec.k, baseline="none")
     else:
       shift_Pxn = jnp.zeros_like(adv_Pxn)
-    if spec.kl_coef > 0:
-      logp_ref_BxC, _ = model_lib.token_logprobs(
-        graphdef, ref_params, tokens_BxT, spec.prompt_len, spec.temperature
-      )
-    else:
-      logp_ref_BxC = jnp.zeros_like(logp_old_BxC)
+    # The warm start's log-probs: the KL penalty's reference, and in every run the
+    # logged distance of the sampling policy from the warm start.
+    logp_ref_BxC, _ = model_lib.token_logprobs(
+      graphdef, ref_params, tokens_BxT, spec.prompt_len, spec.temperature
+    )
+    logp_ref_BxC = jax.lax.stop_gradient(logp_ref_BxC)
     grad_fn = jax.value_and_grad(policy_loss, has_aux=True)
 
     def epoch(carry, _):
@@ -456,6 +462,12 @@ def make_update(
       if name in LAST_EPOCH_METRICS:
         metrics[f"last_{name}"] = x[-1]
     metrics["adv_abs_mean"] = jnp.mean(jnp.abs(adv_Pxn))
+    metrics["grad_norm_max"] = jnp.max(per_epoch["grad_norm"])
+    # KL(pi_old || pi_ref) of whole completions, estimated without bias by the mean
+    # over the batch's samples (drawn from pi_old) of log pi_old(y) - log pi_ref(y).
+    metrics["kl_to_warm_start"] = jnp.mean(
+      jnp.sum((jax.lax.stop_gradient(logp_old_BxC) - logp_ref_BxC) * mask_BxC, axis=-1)
+    )
     return params, opt_state, metrics
 
   return jax.jit(
@@ -464,14 +476,31 @@ def make_update(
 
 
 def make_optimizer(
-  learning_rate: float, warmup_steps: int, max_grad_norm: float, weight_decay: float = 0.0
+  learning_rate: float,
+  warmup_steps: int,
+  max_grad_norm: float,
+  weight_decay: float = 0.0,
+  *,
+  decay_steps: int = 0,
+  final_lr_fraction: float = 1.0,
 ) -> optax.GradientTransformation:
-  """Adam(W) with linear warmup over ``warmup_steps`` updates (none if 0: the first
-  update already uses ``learning_rate``) to a constant rate, and global-norm clipping.
+  """Adam(W) with global-norm clipping and linear warmup over ``warmup_steps`` updates
+  (none if 0: the first update already uses ``learning_rate``), then a constant rate,
+  or with ``decay_steps > 0`` a cosine decay reaching ``final_lr_fraction *
+  learning_rate`` at update ``decay_steps`` (warmup included) and staying there.
   Each inner epoch of an RL step is one update."""
-  schedule = (
-    optax.linear_schedule(0.0, learning_rate, warmup_steps) if warmup_steps else learning_rate
-  )
+  if decay_steps > 0:
+    schedule = optax.warmup_cosine_decay_schedule(
+      0.0 if warmup_steps else learning_rate,
+      learning_rate,
+      warmup_steps,
+      max(decay_steps, warmup_steps + 1),
+      final_lr_fraction * learning_rate,
+    )
+  elif warmup_steps:
+    schedule = optax.linear_schedule(0.0, learning_rate, warmup_steps)
+  else:
+    schedule = learning_rate
   return optax.chain(
     optax.clip_by_global_norm(max_grad_norm),
     optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay),

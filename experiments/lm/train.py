@@ -35,8 +35,14 @@ evaluation problems, the distinct training problems drawn, ``overlap`` = 0),
 ``results.csv`` (stage, method, k_opt, k_eval, seed, pass_at_k and max_at_k with
 95% intervals over prompts), ``prompts.csv`` (per-prompt counts and rewards),
 ``bins.csv`` and ``unsolved.csv`` (by base difficulty), ``paired.csv`` (paired
-differences between methods), ``pass_at_k.png`` and ``bins.png``; see
-``reporting`` for the columns.
+differences between methods), ``reward_hist.csv`` (each final evaluation's reward
+histogram), ``steps.csv`` (the training curves: SFT loss and the warm start's
+held-out pass@1 every ``sft.eval_every`` steps; per RL step reward, entropy, KL to
+the warm start, clip fraction, ESS, gradient norm and clipping, distinct training
+problems solved so far; see ``dynamics``), ``pass_at_k.png`` and ``bins.png``; see
+``reporting`` for the columns. The base model's binning evaluation draws
+``eval.bin_n`` samples per problem (default ``eval.n``): a problem is base-unsolved
+when none of them is correct.
 """
 
 from __future__ import annotations
@@ -52,7 +58,9 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
+from experiments import outputs
 from experiments.lm import checkpointing
+from experiments.lm import dynamics
 from experiments.lm import evaluation
 from experiments.lm import mfu as mfu_lib
 from experiments.lm import model as model_lib
@@ -69,7 +77,10 @@ import maxk
 
 _SFT_STREAM, _EVAL_STREAM, _RL_STREAM = splits.SFT_STREAM, 1, splits.RL_STREAM
 _BIN_STREAM = 3  # The base model's binning evaluation (independent of its results).
+_WARM_STREAM = 4  # The warm-start curve: held-out evaluations during SFT.
 THROUGHPUT_FILE = "throughput.jsonl"
+STEPS_FILE = "steps.csv"  # The per-step training curves (see dynamics).
+REWARD_HIST_FILE = "reward_hist.csv"  # Each final evaluation's reward histogram.
 
 
 def _json(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -80,9 +91,16 @@ def _eval_fields(metrics: dict[str, Any]) -> dict[str, Any]:
   return {f"eval_{name}": value for name, value in metrics.items()}
 
 
+def sft_evaluated(config: ml_collections.ConfigDict, step: int) -> bool:
+  """Whether SFT step ``step`` evaluates the warm start on the held-out problems
+  (``sft.eval_every`` > 0: every that many steps and at the last)."""
+  every = config.sft.eval_every
+  return every > 0 and (step % every == 0 or step == config.sft.steps)
+
+
 def sft_logged(config: ml_collections.ConfigDict, step: int) -> bool:
-  """Whether SFT step ``step`` appends a metrics record."""
-  return step % config.log_every == 0 or step == config.sft.steps
+  """Whether SFT step ``step`` appends a metrics record (every evaluated step does)."""
+  return step % config.log_every == 0 or step == config.sft.steps or sft_evaluated(config, step)
 
 
 def rl_evaluated(config: ml_collections.ConfigDict, step: int) -> bool:
@@ -91,8 +109,15 @@ def rl_evaluated(config: ml_collections.ConfigDict, step: int) -> bool:
 
 
 def rl_logged(config: ml_collections.ConfigDict, step: int) -> bool:
-  """Whether RL step ``step`` appends a metrics record (every evaluated step does)."""
-  return step % config.log_every == 0 or step == config.rl.steps or rl_evaluated(config, step)
+  """Whether RL step ``step`` appends a metrics record: every ``log_every`` steps, every
+  evaluated step, and every checkpointed one (so that ``train_solved_keys``, gathered
+  since the previous record, survives a resume)."""
+  return (
+    step % config.log_every == 0
+    or step % config.checkpoint_every == 0
+    or step == config.rl.steps
+    or rl_evaluated(config, step)
+  )
 
 
 def _key(record: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -174,6 +199,8 @@ class Experiment:
       config.sft.warmup_steps,
       config.sft.max_grad_norm,
       config.sft.weight_decay,
+      decay_steps=config.sft.steps if config.sft.schedule == "cosine" else 0,
+      final_lr_fraction=config.sft.final_lr_fraction,
     )
     self.rl_opt = rl.make_optimizer(
       config.rl.learning_rate, config.rl.warmup_steps, config.rl.max_grad_norm
@@ -229,9 +256,9 @@ class Experiment:
       f"{os.path.join(self.workdir, 'checkpoints')} and the log (or use a new --workdir)."
     )
 
-  def evaluate(self, params, step: int, stream: int = _EVAL_STREAM):
+  def evaluate(self, params, step: int, stream: int = _EVAL_STREAM, n: int | None = None):
     """``(metrics, rewards)`` of ``evaluation.evaluate`` with the sampling key of
-    (``stream``, ``step``)."""
+    (``stream``, ``step``) and ``n`` samples per problem (default ``eval.n``)."""
     c = self.config.eval
     return evaluation.evaluate(
       self.graphdef,
@@ -240,7 +267,7 @@ class Experiment:
       self.task,
       self.eval_set,
       jax.random.fold_in(jax.random.fold_in(self.key, stream), step),
-      c.n,
+      n or c.n,
       self.mesh,
       temperature=c.temperature,
       top_p=c.top_p,
@@ -279,6 +306,8 @@ class Experiment:
       )
       if sft_logged(self.config, step):
         record = {"stage": "sft", "step": step, **_json(metrics)}
+        if sft_evaluated(self.config, step):
+          record.update(self.warm_start_fields(params, step))
         self.log.append(record)
         now = time.perf_counter()  # Steps since the last record, checkpoints included.
         rate = (step - since_step) * c.batch_size * self.model_cfg.max_len / (now - since)
@@ -298,9 +327,22 @@ class Experiment:
       ckpt.save(0, {"params": params, "opt_state": opt_state})
     return params
 
+  def warm_start_fields(self, params, step: int) -> dict[str, float]:
+    """The warm-start curve's point at SFT step ``step``: held-out pass@1, pass@n and
+    max@1 from ``sft.eval_n`` fresh samples per evaluation problem."""
+    n = self.config.sft.eval_n
+    metrics, _ = self.evaluate(params, step, _WARM_STREAM, n)
+    return {
+      "warm_pass_at_1": metrics["pass_at_k"][0],
+      "warm_pass_at_n": metrics["pass_at_k"][n - 1],
+      "warm_max_at_1": metrics["max_at_k"][0],
+      "warm_n": n,
+    }
+
   def run_base_eval(self, params) -> None:
     metrics, rewards = self.evaluate(params, 0)
-    _, bin_rewards = self.evaluate(params, 0, _BIN_STREAM)
+    bin_n = self.config.eval.bin_n or self.config.eval.n
+    _, bin_rewards = self.evaluate(params, 0, _BIN_STREAM, bin_n)
     self.log.append(
       {
         "stage": "base",
@@ -309,6 +351,7 @@ class Experiment:
         **_eval_fields(metrics),
         **reporting.prompt_fields(rewards),
         "bin_correct": reporting.prompt_fields(bin_rewards)["eval_correct"],
+        "bin_n": bin_n,
       }
     )
     logging.info("base pass@k %s", np.round(metrics["pass_at_k"], 3).tolist())
@@ -325,6 +368,7 @@ class Experiment:
       state = ckpt.restore(start, state)
     params, opt_state = state["params"], state["opt_state"]
     t0 = time.time()
+    solved_since_record: set[int] = set()
     for step in range(start + 1, c.steps + 1):
       k = spec.k_at(step)
       update_spec = rl.UpdateSpec(
@@ -364,6 +408,11 @@ class Experiment:
       )
       sampled_at = time.perf_counter()
       rewards = out[c.reward]
+      # PKPO's measure of harder problems: distinct training problems solved (>= 1
+      # of n samples correct), recorded per log record and accumulated by reporting.
+      solved_since_record.update(
+        self.task.prompt_key(p) for p, hit in zip(prompts, out["binary"].max(-1)) if hit > 0
+      )
       num_rows = c.prompts_per_step * c.n
       tokens = np.concatenate(
         [np.repeat(prompt_ids, c.n, axis=0), out["tokens"].reshape(num_rows, -1)], axis=1
@@ -401,7 +450,11 @@ class Experiment:
         "train_pass_at_k_opt": float(jnp.mean(maxk.pass_at_k(out["binary"], k))),
         "entropy": float(np.sum(out["entropy"] * out["mask"]) / max(out["mask"].sum(), 1)),
         "length": float(out["mask"].sum(-1).mean()),
+        # PKPO's measure of harder problems: the distinct training problems solved
+        # (>= 1 of n samples correct), accumulated over steps by ``reporting``.
+        "train_solved_keys": sorted(solved_since_record),
         **metrics,
+        "grad_clipped": float(metrics["grad_norm_max"] > c.max_grad_norm),
       }
       if rl_evaluated(self.config, step):
         eval_metrics, eval_rewards = self.evaluate(params, step)
@@ -410,6 +463,7 @@ class Experiment:
           record.update(reporting.prompt_fields(eval_rewards))
       if rl_logged(self.config, step):
         self.log.append(record)
+        solved_since_record = set()
         self.throughput_log.append({"stage": "rl", "run": spec.name, "step": step, **throughput})
         logging.info(
           "rl %s step %d/%d reward %.3f (%.1fs, %.0f tokens/s)",
@@ -469,6 +523,13 @@ class Experiment:
       seed=self.config.seed,
       prompts=self.eval_set.prompts,
       keys=[self.task.key_text(int(k)) for k in self.eval_set.keys],
+      bin_n=self.config.eval.bin_n or self.config.eval.n,
+    )
+    outputs.write_results_csv(
+      self.workdir, reporting.reward_histogram_rows(evals, self.config.seed), filename=REWARD_HIST_FILE
+    )
+    outputs.write_results_csv(
+      self.workdir, dynamics.step_rows(self.log.read()), filename=STEPS_FILE
     )
     rows = tables["results.csv"]
     plotting.plot_pass_at_k(rows, os.path.join(self.workdir, "pass_at_k.png"))

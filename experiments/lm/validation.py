@@ -20,6 +20,7 @@ from experiments.lm import tasks as tasks_lib
 
 DTYPES = ("float32", "bfloat16", "float16")
 REWARDS = ("binary", "continuous")
+SFT_SCHEDULES = ("constant", "cosine")
 
 
 class ConfigError(ValueError):
@@ -119,6 +120,10 @@ def validate_config(config: ml_collections.ConfigDict, *, device_count: int | No
   _integer(config, "sft.warmup_steps", 0)
   _real(config, "sft.weight_decay", at_least=0.0)
   _real(config, "sft.max_grad_norm", above=0.0)
+  _choice(config, "sft.schedule", SFT_SCHEDULES)
+  _real(config, "sft.final_lr_fraction", at_least=0.0, at_most=1.0)
+  _integer(config, "sft.eval_every", 0)
+  sft_eval_n = _integer(config, "sft.eval_n", 1)
 
   _choice(config, "rl.baseline", rl.BASELINES)
   _choice(config, "rl.reward", REWARDS)
@@ -155,6 +160,7 @@ def validate_config(config: ml_collections.ConfigDict, *, device_count: int | No
   _real(config, "eval.temperature", above=0.0)
   _real(config, "eval.top_p", above=0.0, at_most=1.0)
   chunk = _integer(config, "eval.chunk_prompts", 0) or num_prompts
+  bin_n = _integer(config, "eval.bin_n", 0) or n_eval
 
   _integer(config, "log_every", 1)
   _integer(config, "checkpoint_every", 1)
@@ -168,5 +174,6 @@ def validate_config(config: ml_collections.ConfigDict, *, device_count: int | No
     _check_divides("config.sft.batch_size", sft_batch, mesh)
     _check_divides("config.rl.prompts_per_step * config.rl.n", prompts_per_step * n, mesh)
     for start in range(0, num_prompts, chunk):
-      rows = min(chunk, num_prompts - start) * n_eval
-      _check_divides("config.eval.num_prompts (or chunk_prompts) * config.eval.n", rows, mesh)
+      for field, samples in (("eval.n", n_eval), ("eval.bin_n", bin_n), ("sft.eval_n", sft_eval_n)):
+        rows = min(chunk, num_prompts - start) * samples
+        _check_divides(f"config.eval.num_prompts (or chunk_prompts) * config.{field}", rows, mesh)

@@ -1,33 +1,50 @@
-"""The full comparison: every estimator, both tasks, three seeds (a sweep of 6 configs).
+"""The LM study: base, GRPO and max@k at k_opt in {1, 4, 8} and annealed 8 -> 1, two
+tasks, eight seeds (a sweep of 16 configs; docs/lm_study).
 
-A config is one task and one seed: ``study.py:countdown`` (binary reward: the
-answer reaches the target) or ``study.py:program`` (program synthesis with the
-continuous reward), the seed from ``--config.seed``. Each config runs, on the same
-prompts and sampling keys,
+A config is one task and one seed: ``study.py:countdown`` (binary reward: reach the
+target from 4 numbers in 1..25, at least 2 of them used) or ``study.py:program``
+(program synthesis, trained on the continuous reward: R^2 of the completion on the
+hidden inputs, clipped at 0, so no constant earns credit), the seed from
+``--config.seed``. Each seed draws its own held-out problems, warm start, training
+problems and samples; within a seed every method sees the same prompts and sampling
+keys. Each config runs
 
 * base: the held-out evaluation of the warm start;
-* ``grpo``, ``rloo`` (PPO's clipped ratio in later inner epochs);
-* max@k (``loo_minus_one`` baseline) with k_opt = 1, 4, 8 and annealed 8 -> 1
-  (PKPO Fig. 3), all with the exact off-policy weights;
-* the off-policy study at k_opt = 4: ``max_at_k@4`` (exact weights),
-  ``max_at_k@4/first_order`` and ``max_at_k@4/ppo_clip``, four inner epochs per
-  batch so that the weights differ (``last_ess_frac``, ``last_max_weight`` and
-  ``last_gap_*`` in metrics.jsonl measure by how much).
+* ``grpo`` (PPO's clipped ratio in the second inner epoch);
+* max@k (``loo_minus_one`` baseline, exact off-policy weights) at k_opt = 1, 4, 8
+  and annealed 8 -> 1 (PKPO Fig. 3).
 
-The whole study (2 tasks x 3 seeds) through ``launch.local``, one run at a time
-(finished runs are skipped on rerun; one table ``out/lm_study/all_results.csv``)::
+RLOO is not a separate arm: its advantages are n times max@1's with the
+leave-one-out-minus-one baseline (``maxk.rloo_advantages(r) = n *
+maxk.max_at_k_advantages(r, 1, baseline="loo_minus_one")``, tested in
+tests/experiments/lm/rl_test.py), and Adam is nearly invariant to that constant
+factor. The off-policy weights comparison has its own small study
+(``study_off_policy.py``).
+
+**Warm start.** SFT on reference solutions with a cosine learning-rate schedule;
+``sft.steps`` per task is chosen from the measured warm-start curve (held-out
+sampled pass@1 every ``sft.eval_every`` steps, in each run's ``steps.csv``) so that
+the warm start's held-out pass@1 lies in [0.1, 0.3].
+
+**RL step.** Learning rate 1e-4 with two inner epochs (``paper.py``'s docstring
+measures how far one update moves the policy: about 0.05 nats per step at 1e-4,
+with about 1% of samples clipped), ``rl.max_grad_norm`` above the typical gradient
+norm so that clipping is the exception; each run's ``steps.csv`` records the clip
+fraction and whether each step's gradient was clipped.
+
+**Evaluation.** 128 held-out problems with 128 samples each (pass@k and max@k
+curves to k = 128); the base model's binning evaluation draws 1024 samples per
+problem, so "base-unsolved" means no correct sample in 1024.
+
+The whole study through ``launch.local`` (finished runs are skipped on rerun; run
+it in parts with ``--only``-style sweeps of a few seeds, see docs/lm_study)::
 
   python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study
 
 and its summary across seeds, recomputed from each run's per-problem file (the
-committed one is ``docs/lm_study``; see experiments/lm/study_summary.py)::
+committed one is docs/lm_study; see experiments/lm/study_summary.py)::
 
   python -m experiments.lm.study_summary --study_dir=out/lm_study --out_dir=out/lm_study/summary
-
-Running time on 2 CPU cores, measured for the committed study (docs/lm_study),
-one run at a time: a countdown config 14-15 minutes (22 while other jobs shared the
-cores), a program config 21-22 minutes (its warm start is 900 steps: 300 left
-pass@1 at 0.007), the whole study 1 hour 55 minutes.
 """
 
 import ml_collections
@@ -38,13 +55,14 @@ from experiments.lm.configs import default
 TASKS = {
   "countdown": (
     "binary",
-    {"num_numbers": 3, "max_number": 9, "min_used": 2, "target_digits": 3},
-    300,
+    {"num_numbers": 4, "max_number": 25, "min_used": 2, "target_digits": 3},
+    3000,
   ),
-  # The program task's defaults; graded by the fraction of hidden tests passed.
-  "program": ("continuous", {}, 900),
+  # The program task's defaults: degree-1 functions, graded by R^2 on hidden inputs.
+  "program": ("continuous", {}, 4000),
 }
-OFF_POLICY_K = 4
+SEEDS = tuple(range(8))
+RUNS = ("grpo", "max_at_k@1", "max_at_k@4", "max_at_k@8", "max_at_k@8:60:1")
 
 
 def get_config(task: str = "countdown") -> ml_collections.ConfigDict:
@@ -54,27 +72,26 @@ def get_config(task: str = "countdown") -> ml_collections.ConfigDict:
   c = default.get_config()
   c.task.name = task
   c.task.kwargs = ml_collections.ConfigDict(kwargs)
-  c.sft.steps = sft_steps
 
-  c.rl.runs = ",".join(
-    [
-      "grpo",
-      "rloo",
-      "max_at_k@1",
-      f"max_at_k@{OFF_POLICY_K}",  # Exact weights (rl.off_policy).
-      "max_at_k@8",
-      "max_at_k@8:60:1",
-      f"max_at_k@{OFF_POLICY_K}/first_order",
-      f"max_at_k@{OFF_POLICY_K}/ppo_clip",
-    ]
-  )
+  c.sft.steps = sft_steps
+  c.sft.learning_rate = 3e-3
+  c.sft.warmup_steps = 100
+  c.sft.schedule = "cosine"
+  c.sft.final_lr_fraction = 0.1
+  c.sft.eval_every = 500
+  c.sft.eval_n = 16
+
+  c.rl.runs = ",".join(RUNS)
   c.rl.reward = reward
   c.rl.steps = 120
-  c.rl.inner_epochs = 4
+  c.rl.learning_rate = 1e-4
+  c.rl.inner_epochs = 2
+  c.rl.max_grad_norm = 100.0
   c.rl.off_policy = "exact"
 
-  c.eval.num_prompts = 128  # Tighter intervals over prompts than the default's 64.
-  c.eval.n = 32
-  c.eval.every = 40
+  c.eval.num_prompts = 128
+  c.eval.n = 128
+  c.eval.bin_n = 1024
+  c.eval.every = 60
   c.checkpoint_every = 20
   return c

@@ -34,6 +34,14 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
   c.sft.warmup_steps = 20
   c.sft.weight_decay = 0.0
   c.sft.max_grad_norm = 1.0
+  # "constant" after warmup, or "cosine": decays to final_lr_fraction * learning_rate
+  # at sft.steps.
+  c.sft.schedule = "constant"
+  c.sft.final_lr_fraction = 0.1
+  # Held-out sampled pass@1 of the warm start every eval_every SFT steps (and at the
+  # last), from eval_n samples per evaluation problem: the warm-start curve. 0: never.
+  c.sft.eval_every = 0
+  c.sft.eval_n = 16
 
   c.rl = ml_collections.ConfigDict()
   # Comma-separated runs, each "estimator[@k_schedule][/off_policy]" (schedule "k"
@@ -61,6 +69,9 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
   c.eval.temperature = 1.0
   c.eval.top_p = 1.0
   c.eval.chunk_prompts = 0
+  # Samples per problem of the base model's binning evaluation (difficulty bins and
+  # base-unsolved problems); 0: eval.n.
+  c.eval.bin_n = 0
 
   c.log_every = 1
   c.checkpoint_every = 5

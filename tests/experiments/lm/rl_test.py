@@ -357,7 +357,58 @@ def test_update_logs_off_policy_diagnostics(batch):
   assert metrics["last_abs_log_ratio"] > 0 and metrics["abs_log_ratio"] == 0
   assert metrics["last_gap_first_order"] > 0 and metrics["last_gap_ppo_clip"] > 0
   assert metrics["kl"] == 0  # The first epoch starts at the reference.
+  assert metrics["kl_to_warm_start"] == 0  # The samples' policy is the reference.
+  assert metrics["grad_norm_max"] >= metrics["grad_norm"] > 0
   assert not np.allclose(new["head"]["kernel"], start["head"]["kernel"])
+
+
+def test_kl_to_warm_start_is_the_mean_sequence_log_ratio(batch):
+  graphdef, params, tokens, mask, rewards, prompt_len = batch
+  spec = rl.UpdateSpec(estimator="grpo", k=1, n=N, prompt_len=prompt_len, temperature=0.7)
+  warm = jax.tree.map(lambda x: x + 0.05 * jnp.sin(jnp.arange(x.size).reshape(x.shape)), params)
+  optimizer = rl.make_optimizer(1e-3, 0, 1.0)
+  update = rl.make_update(graphdef, optimizer, spec)
+  _, _, metrics = update(
+    jax.tree.map(jnp.copy, params), optimizer.init(params), warm, tokens, mask, rewards
+  )
+  logp, _ = model_lib.token_logprobs(graphdef, params, tokens, prompt_len, 0.7)
+  logp_warm, _ = model_lib.token_logprobs(graphdef, warm, tokens, prompt_len, 0.7)
+  expected = np.mean(np.sum((np.asarray(logp) - np.asarray(logp_warm)) * np.asarray(mask), -1))
+  assert abs(expected) > 1e-3
+  np.testing.assert_allclose(float(metrics["kl_to_warm_start"]), expected, rtol=1e-4)
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_rloo_is_n_times_max_at_1_with_the_loo_minus_one_baseline(binary):
+  """The identity behind dropping RLOO from the study: a constant factor n apart."""
+  rng = np.random.default_rng(3)
+  for n in (2, 5, 16):
+    r = rng.random((7, n))
+    r = (r < 0.4).astype(np.float32) if binary else r.astype(np.float32)
+    by_hand = n / (n - 1) * (r - r.mean(-1, keepdims=True))  # r_i - mean of the others.
+    rloo = rl.advantages("rloo", jnp.asarray(r), 1, "loo_minus_one")
+    max1 = rl.advantages("max_at_k", jnp.asarray(r), 1, "loo_minus_one")
+    np.testing.assert_allclose(rloo, by_hand, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rloo, n * np.asarray(max1), rtol=1e-5, atol=1e-6)
+
+
+def test_optimizer_cosine_decay():
+  """Adam's update under a constant gradient is -lr(t) exactly, so it reads the schedule."""
+  params, grads = {"w": jnp.zeros(2)}, {"w": jnp.ones(2)}
+  peak, warmup, decay, final = 1e-2, 3, 10, 0.1
+  opt = rl.make_optimizer(peak, warmup, 10.0, decay_steps=decay, final_lr_fraction=final)
+  state = opt.init(params)
+  for t in range(14):
+    if t < warmup:
+      expected = peak * t / warmup
+    elif t < decay:
+      expected = final * peak + (1 - final) * peak * 0.5 * (
+        1 + np.cos(np.pi * (t - warmup) / (decay - warmup))
+      )
+    else:
+      expected = final * peak
+    updates, state = opt.update(grads, state, params)
+    np.testing.assert_allclose(updates["w"], -expected, rtol=1e-4, atol=1e-9)
 
 
 def test_optimizer_warmup():
