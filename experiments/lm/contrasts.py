@@ -102,7 +102,7 @@ class Contrast:
   k: int | str
   question: str
 
-  def __post_init__(self):
+  def __post_init__(self) -> None:
     for field in ("a", "b", "question"):
       value = getattr(self, field)
       if not isinstance(value, str) or not value.strip():
@@ -157,7 +157,12 @@ def _seed_arrays(diffs: ArrayLike, stderrs: ArrayLike | None) -> tuple[np.ndarra
 
 
 def _t_interval(
-  mean: np.ndarray, var: np.ndarray, S: int, ok: np.ndarray, floored: np.ndarray, confidence
+  mean: np.ndarray,
+  var: np.ndarray,
+  S: int,
+  ok: np.ndarray,
+  floored: np.ndarray,
+  confidence: float,
 ) -> SeedInterval:
   """mean ± t_{S−1} √(var / S) and the two-sided t_{S−1} p-value; NaN where not ``ok``."""
   if not 0 < confidence < 1:
@@ -192,7 +197,8 @@ def floored_interval(
 
   Returns:
     :class:`SeedInterval` of shape ``[...]``; a group with a non-finite d_s or se_s
-    is NaN throughout (``floored`` False). Bounds are not clipped to any range.
+    is NaN throughout (``floored`` False). Bounds are not clipped to any range. A
+    group with SE = 0 (identical seeds, no noise) has p = 1 if its mean is 0, else 0.
 
   Raises:
     ValueError: for fewer than 2 seeds, mismatched shapes, a negative standard
