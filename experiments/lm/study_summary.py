@@ -994,7 +994,7 @@ column and the statistics.
 """
 
 _DECLARED_NOTE = """\
-Declared contrasts (`CONTRASTS` of `configs/study.py`, fixed before the runs; a − b,
+The comparisons fixed before the runs (`CONTRASTS` of `configs/study.py`; a − b,
 paired on the same problems within each seed). The interval over seeds is the
 Student-t interval with the between-seed variance floored at the within-seed one
 (the mean over seeds of each difference's squared standard error over problems), as
