@@ -305,7 +305,13 @@ def study_bins_figure(
 
 
 # Verdict -> colour of the across-seeds bar in the contrasts figure.
-VERDICT_COLORS = {"significant": "#1f77b4", "every seed": "#9ecae1", "within noise": "#bdbdbd"}
+# experiments.lm.contrasts' verdicts: declared contrasts after Holm, then exploratory.
+VERDICT_COLORS = {
+  "significant": "#1f77b4",
+  "not significant": "#bdbdbd",
+  "exploratory, excludes 0": "#9ecae1",
+  "exploratory, includes 0": "#e0e0e0",
+}
 
 
 def study_contrasts_figure(
@@ -317,7 +323,7 @@ def study_contrasts_figure(
 ) -> Figure:
   """Forest plot of one task's paired differences a − b: pass@k (top row) and max@k
   (bottom row) at each k of ``ks`` (columns; capped at n), the mean over seeds with
-  its across-seeds interval (thick bar, coloured by ``verdict``) and each seed's
+  its floored interval over seeds (thick bar, coloured by ``verdict``) and each seed's
   difference with its interval over problems (thin grey lines).
 
   ``rows``: paired summary rows; ``contrasts``: (a_run, b_run, label), top to bottom.
@@ -356,7 +362,7 @@ def study_contrasts_figure(
   for ax in axes[-1]:
     ax.set_xlabel("paired difference (same problems and sampling keys)")
   handles = [
-    lines.Line2D([], [], color=c, linewidth=5, label=f"mean over seeds, 95% t-interval: {v}")
+    lines.Line2D([], [], color=c, linewidth=5, label=f"mean over seeds, floored 95% interval: {v}")
     for v, c in VERDICT_COLORS.items()
   ]
   handles.append(

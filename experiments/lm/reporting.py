@@ -38,7 +38,7 @@ which add one when they gather results):
 * ``unsolved.csv``: per method, the fraction of the base-unsolved problems it
   solves (at least one correct of n at its final evaluation) with an interval, and
   the paired difference to the base model's own evaluation of the same problems
-  (the base model, sampled again, solves some of them too);
+  (the base model, sampled again, solves some of them too) with its standard error;
 * ``paired.csv``: every RL run minus the base model and minus each earlier run, on
   the same problems, for pass@k and max@k at k = 1, 2, 4, ..., n.
 """
@@ -396,6 +396,7 @@ def unsolved_rows(
         "diff_vs_base": _float(d_mean),
         "diff_vs_base_lo": _float(d_lo),
         "diff_vs_base_hi": _float(d_hi),
+        "diff_vs_base_se": _float(d_se),
         "rl_run": ev.run,
       }
     )

@@ -28,20 +28,27 @@ seed draws its own evaluation problems, warm start, training problems and sample
   column): the 95% normal interval of the mean over that seed's problems. It
   covers the choice of problems and the sampling noise of the evaluation, not the
   randomness of training.
-* **Across seeds** (``summary.csv``, ``paired_summary.csv``): the mean of the
-  per-seed estimates with a 95% Student-t interval over the S seeds (S − 1 degrees
-  of freedom; ``maxk.mean_with_interval(..., distribution="t")``). A seed is one
-  independent replicate of the whole pipeline, so this interval covers all of it,
-  training included; with 3 seeds t = 4.30 and it is wide. Intervals of quantities
-  in [0, 1] are intersected with [0, 1] (differences with [-1, 1]).
+* **Across seeds**: the mean of the per-seed estimates with a 95% interval over the
+  S seeds (S − 1 degrees of freedom), which covers the whole pipeline, training
+  included. For a method's pass@k or max@k (``summary.csv``) it is the Student-t
+  interval (``maxk.mean_with_interval(..., distribution="t")``). For a difference
+  between two methods (``contrasts.csv``, ``paired_summary.csv``,
+  ``unsolved_summary.csv``; paired on the same problems and sampling keys within
+  each seed) it is the *floored* Student-t interval of
+  :func:`experiments.lm.contrasts.floored_interval`: the between-seed variance is
+  floored at the within-seed one (the mean of the seeds' squared standard errors
+  over problems), since with 3-8 seeds the sample variance of a few differences that
+  happen to agree can be far below the evaluation noise it must include. Intervals of
+  quantities in [0, 1] are intersected with [0, 1] (differences with [-1, 1]).
 
-A difference between two methods (``paired_summary.csv``, paired on the same
-problems and sampling keys within each seed) gets a ``verdict``:
-
-* ``significant``: the across-seeds interval excludes 0;
-* ``every seed``: not significant across seeds, but every seed's own interval
-  excludes 0 with the same sign (the effect is consistent, its size is uncertain);
-* ``within noise``: neither.
+Verdicts. The comparisons ``CONTRASTS`` of ``experiments/lm/configs/study.py`` are
+declared in advance and applied to every task; the family of Holm's correction is
+all of them over all tasks (the conservative choice, and what a reviewer counts). A
+declared contrast is ``significant`` when its Holm-adjusted p-value is below 0.05
+and ``not significant`` otherwise. Every other difference is exploratory: its verdict
+is ``exploratory, excludes 0`` or ``exploratory, includes 0`` (its floored interval;
+``exploratory, no interval`` with one seed), with no correction for the ~45
+comparisons per task and no claim about error rates.
 
 Outputs in ``--out_dir``:
 
@@ -51,12 +58,20 @@ Outputs in ``--out_dir``:
 * ``summary.csv``: per task, method, scope (``all`` problems or one base-difficulty
   bin) and k, the per-seed pass@k and max@k (``*_seeds``, space-separated, in seed
   order) and their mean with the across-seeds interval;
+* ``contrasts.csv``: per task and declared contrast, a row with the question, the
+  runs a and b, ``measure`` (pass or max) and ``k`` (resolved), the per-seed
+  differences and standard errors (``diff_seeds``, ``se_seeds``), the mean ``diff``
+  with the floored interval (``lo``, ``hi``), its uncorrected ``p_value``, ``floored``
+  (whether the floor decided), the plain t-interval (``t_lo``, ``t_hi``) for
+  comparison, ``p_holm`` and the ``verdict``;
 * ``paired_summary.csv``: per task, pair of runs, metric and k, the per-seed
-  differences with their intervals, the mean with the across-seeds interval, and
-  the verdict;
+  differences with their intervals and standard errors, the mean with the floored
+  interval and ``p_value``, and the verdict (exploratory, or a declared contrast's,
+  with its ``question`` and ``p_holm``);
 * ``unsolved_summary.csv``: per task and method, the base-unsolved problems solved,
   pooled over seeds (Wilson's interval; each seed's problems are distinct), and the
-  paired difference to the base model's fresh evaluation, across seeds with a verdict;
+  paired difference to the base model's fresh evaluation, across seeds with the
+  floored interval and an exploratory verdict;
 * ``off_policy.csv``: per task and run, the RL steps' mean effective sample size
   fraction, largest normalised weight and (max@k runs) distances of the first-order
   and PPO-clip weights from the exact ones, at the last inner epoch (from each run's
@@ -65,8 +80,15 @@ Outputs in ``--out_dir``:
   distinct training problems, and ``overlap`` (0; anything else stops the summary);
 * ``pass_at_k_<task>.png``, ``bins_<task>.png``: the across-seeds means and
   intervals; ``contrasts_<task>.png``: the key differences in pass@k and max@k, per
-  seed and across seeds;
-* ``README.md``: the tables of all this, the running times, and the verdicts.
+  seed and across seeds (floored interval, coloured by verdict);
+* ``README.md``: the declared contrasts first, then under "Exploratory" the tables of
+  all the rest, the running times, and the verdicts.
+
+``--from_paired=PATH`` writes only ``contrasts.csv`` into ``--out_dir``, from a
+study's gathered ``paired.csv`` (e.g. the committed one, whose run folders are gone)::
+
+  python -m experiments.lm.study_summary --from_paired=docs/lm_study/paired.csv \
+    --out_dir=docs/lm_study
 """
 
 from __future__ import annotations
@@ -88,6 +110,7 @@ import numpy as np
 from experiments import outputs
 from experiments import plot_style
 from experiments.lm import checkpointing
+from experiments.lm import contrasts
 from experiments.lm import plotting
 from experiments.lm import reporting
 from experiments.lm import workdir as workdir_lib
@@ -98,12 +121,15 @@ CONFIDENCE = reporting.CONFIDENCE
 SCOPES = ("all", *reporting.BINS)
 # Report columns: the k of pass@k / max@k shown in the Markdown tables.
 TABLE_KS = (1, 4, 16, 32)
-# The differences the README reads: (a_run, b_run, what it asks).
-CONTRASTS = (
+# The pairs of the contrasts figures and the README's exploratory table of key
+# differences: (a_run, b_run, label), drawn at FIGURE_KS.
+FIGURE_PAIRS = (
   ("grpo", "base", "GRPO vs base"),
+  ("max_at_k_k4", "base", "k_opt = 4 vs base"),
   ("max_at_k_k8", "base", "k_opt = 8 vs base"),
   ("max_at_k_k8", "max_at_k_k1", "k_opt = 8 vs k_opt = 1"),
   ("max_at_k_k4", "max_at_k_k1", "k_opt = 4 vs k_opt = 1"),
+  ("max_at_k_k4", "grpo", "k_opt = 4 vs GRPO"),
   ("max_at_k_k8", "grpo", "k_opt = 8 vs GRPO"),
   ("max_at_k_k1", "grpo", "k_opt = 1 vs GRPO"),
   ("rloo", "grpo", "RLOO vs GRPO"),
@@ -112,7 +138,7 @@ CONTRASTS = (
   ("max_at_k_k4_first_order", "max_at_k_k4", "first-order vs exact weights (k_opt = 4)"),
   ("max_at_k_k4_ppo_clip", "max_at_k_k4", "PPO-clip vs exact weights (k_opt = 4)"),
 )
-CONTRAST_KS = (1, 32)
+FIGURE_KS = (1, 32)
 
 _STUDY_DIR = flags.DEFINE_string("study_dir", "out/lm_study", "The study sweep's --out_root.")
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/lm_study/summary", "Where the summary goes.")
@@ -122,11 +148,25 @@ _ALLOW_INCOMPLETE = flags.DEFINE_bool(
   "Summarise a study that lacks runs of its design or has fewer than 2 seeds; the "
   "README then names the missing runs first. Default: such a study stops the summary.",
 )
-flags.register_validator(
-  "study_dir",
-  os.path.isdir,
-  "must be an existing folder (the sweep's --out_root).",
+_FROM_PAIRED = flags.DEFINE_string(
+  "from_paired",
+  None,
+  "A study's gathered paired.csv (e.g. a committed docs/lm_study/paired.csv): write only "
+  "contrasts.csv into --out_dir from it, without the run folders (--study_dir unused).",
 )
+
+
+@flags.multi_flags_validator(
+  ["study_dir", "from_paired"],
+  message="--study_dir must be an existing folder (the sweep's --out_root), and "
+  "--from_paired, if given, an existing file.",
+)
+def _check_inputs(values: dict[str, Any]) -> bool:
+  if values["from_paired"] is not None:
+    return os.path.isfile(values["from_paired"])
+  return os.path.isdir(values["study_dir"])
+
+
 outputs.register_out_dir_validator("out_dir")
 
 
@@ -554,35 +594,121 @@ def summary_rows(tables: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
   return out
 
 
-def verdict(
-  mean_lo_hi: tuple[float, float, float], seed_lo: Sequence[float], seed_hi: Sequence[float]
-) -> str:
-  """``significant``, ``every seed`` or ``within noise`` (see the module docstring)."""
-  _, lo, hi = mean_lo_hi
-  if math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0):
-    return "significant"
-  if seed_lo and all(x > 0 for x in seed_lo):
-    return "every seed"
-  if seed_hi and all(x < 0 for x in seed_hi):
-    return "every seed"
-  return "within noise"
+def seed_interval(diffs: Sequence[float], stderrs: Sequence[float]) -> contrasts.SeedInterval:
+  """:func:`contrasts.floored_interval` of per-seed differences, its bounds intersected
+  with [-1, 1]. The mean of the differences is kept where there is no interval: for
+  fewer than 2 seeds, or a seed without a standard error (a set of one problem)."""
+  mean = np.mean(np.asarray(diffs, np.float64)) if len(diffs) else np.float64(np.nan)
+  if len(diffs) < 2:
+    nan = np.full((), np.nan)
+    return contrasts.SeedInterval(np.asarray(mean), nan, nan, nan, nan, np.asarray(False))
+  iv = contrasts.floored_interval(diffs, stderrs, confidence=CONFIDENCE)
+  return iv._replace(mean=np.asarray(mean), lo=np.maximum(iv.lo, -1.0), hi=np.minimum(iv.hi, 1.0))
 
 
-def paired_summary_rows(paired: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-  """paired_summary.csv from the gathered paired.csv rows."""
+def _plain(diffs: Sequence[float]) -> tuple[float, float]:
+  """The unfloored t-interval's bounds in [-1, 1] (NaN for fewer than 2 seeds)."""
+  if len(diffs) < 2:
+    return float("nan"), float("nan")
+  iv = contrasts.plain_interval(diffs, confidence=CONFIDENCE)
+  return max(-1.0, float(iv.lo)), min(1.0, float(iv.hi))
+
+
+def _paired_groups(paired: Sequence[dict[str, Any]]) -> dict[tuple, dict[int, dict[str, Any]]]:
+  """(task, a_run, b_run, metric, k_eval) -> seed -> its paired.csv row."""
   groups: dict[tuple, dict[int, dict[str, Any]]] = {}
   for r in paired:
-    key = (r["task"], r["a_run"], r["b_run"], r["metric"], r["k_eval"])
-    groups.setdefault(key, {})[r["seed"]] = r
+    key = (r["task"], r["a_run"], r["b_run"], r["metric"], int(r["k_eval"]))
+    groups.setdefault(key, {})[int(r["seed"])] = r
+  return groups
+
+
+def contrast_rows(
+  paired: Sequence[dict[str, Any]],
+  declared: Sequence[contrasts.Contrast] = study_config.CONTRASTS,
+) -> list[dict[str, Any]]:
+  """contrasts.csv: every declared contrast of every task in ``paired`` (paired.csv
+  rows), with the floored interval over seeds, its p-value, the Holm-adjusted one
+  over the family of all of them (every task), the verdict, and the plain
+  t-interval beside (``t_lo``, ``t_hi``).
+
+  A contrast whose runs ``paired`` holds as b − a is negated. k = "n" is the task's
+  largest k_eval (its evaluation's n).
+
+  Raises:
+    StudyError: if a task lacks the runs or the k of a declared contrast.
+  """
+  groups = _paired_groups(paired)
   out = []
-  for key, by_seed in groups.items():
+  for task in dict.fromkeys(r["task"] for r in paired):
+    n = max(int(r["k_eval"]) for r in paired if r["task"] == task)
+    for c in declared:
+      try:
+        k = c.resolve_k(n)
+      except ValueError as e:
+        raise StudyError(f"Task {task}: {e}") from None
+      sign, by_seed = 1.0, groups.get((task, c.a, c.b, c.metric, k))
+      if by_seed is None:
+        sign, by_seed = -1.0, groups.get((task, c.b, c.a, c.metric, k))
+      if by_seed is None:
+        raise StudyError(
+          f"Task {task} has no paired difference {c.a} − {c.b} in {c.metric} at k={k}, "
+          f"which the declared contrast {c.question!r} needs (configs/study.py)."
+        )
+      seeds = sorted(by_seed)
+      diffs = [sign * float(by_seed[s]["diff"]) for s in seeds]
+      ses = [float(by_seed[s]["diff_se"]) for s in seeds]
+      iv = seed_interval(diffs, ses)
+      t_lo, t_hi = _plain(diffs)
+      out.append(
+        {
+          "task": task,
+          "question": c.question,
+          "a": c.a,
+          "b": c.b,
+          "measure": c.measure,
+          "k": k,
+          "num_seeds": len(seeds),
+          "seeds": " ".join(str(s) for s in seeds),
+          "diff_seeds": _fmt_seeds(diffs),
+          "se_seeds": _fmt_seeds(ses),
+          "diff": float(iv.mean),
+          "lo": float(iv.lo),
+          "hi": float(iv.hi),
+          "p_value": float(iv.p_value),
+          "floored": bool(iv.floored),
+          "t_lo": t_lo,
+          "t_hi": t_hi,
+        }
+      )
+  adjusted = contrasts.holm([r["p_value"] for r in out]).tolist() if out else []
+  for row, p_holm in zip(out, adjusted):
+    row["p_holm"] = float(p_holm)
+    row["verdict"] = contrasts.declared_verdict(float(p_holm))
+  return out
+
+
+def paired_summary_rows(
+  paired: Sequence[dict[str, Any]], declared: Sequence[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+  """paired_summary.csv from the gathered paired.csv rows: every pair, metric and k,
+  with the floored interval over seeds and its p-value. A row that is a declared
+  contrast (one of ``declared``, :func:`contrast_rows`, either sign) carries its
+  ``question``, ``p_holm`` and verdict; every other row is exploratory."""
+  index: dict[tuple, dict[str, Any]] = {}
+  for c in declared:
+    metric = contrasts.MEASURES[c["measure"]]
+    index[c["task"], c["a"], c["b"], metric, int(c["k"])] = c
+    index[c["task"], c["b"], c["a"], metric, int(c["k"])] = c
+  out = []
+  for key, by_seed in _paired_groups(paired).items():
     task, a_run, b_run, metric, k = key
     seeds = sorted(by_seed)
     diffs = [float(by_seed[s]["diff"]) for s in seeds]
-    seed_lo = [float(by_seed[s]["diff_lo"]) for s in seeds]
-    seed_hi = [float(by_seed[s]["diff_hi"]) for s in seeds]
-    summary = across_seeds(diffs, (-1.0, 1.0))
+    ses = [float(by_seed[s]["diff_se"]) for s in seeds]
+    iv = seed_interval(diffs, ses)
     first = by_seed[seeds[0]]
+    declared_row = index.get(key)
     out.append(
       {
         "task": task,
@@ -595,14 +721,20 @@ def paired_summary_rows(paired: Sequence[dict[str, Any]]) -> list[dict[str, Any]
         "metric": metric,
         "k_eval": k,
         "num_seeds": len(seeds),
-        "diff": summary[0],
-        "diff_lo": summary[1],
-        "diff_hi": summary[2],
-        "verdict": verdict(summary, seed_lo, seed_hi),
+        "diff": float(iv.mean),
+        "diff_lo": float(iv.lo),
+        "diff_hi": float(iv.hi),
+        "p_value": float(iv.p_value),
+        "question": declared_row["question"] if declared_row else "",
+        "p_holm": declared_row["p_holm"] if declared_row else float("nan"),
+        "verdict": declared_row["verdict"]
+        if declared_row
+        else contrasts.exploratory_verdict(float(iv.lo), float(iv.hi)),
         "seeds": " ".join(str(s) for s in seeds),
         "diff_seeds": _fmt_seeds(diffs),
-        "diff_lo_seeds": _fmt_seeds(seed_lo),
-        "diff_hi_seeds": _fmt_seeds(seed_hi),
+        "diff_se_seeds": _fmt_seeds(ses),
+        "diff_lo_seeds": _fmt_seeds(float(by_seed[s]["diff_lo"]) for s in seeds),
+        "diff_hi_seeds": _fmt_seeds(float(by_seed[s]["diff_hi"]) for s in seeds),
       }
     )
   return out
@@ -611,8 +743,8 @@ def paired_summary_rows(paired: Sequence[dict[str, Any]]) -> list[dict[str, Any]
 def unsolved_summary_rows(unsolved: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
   """unsolved_summary.csv: base-unsolved problems solved, pooled over seeds (Wilson's
   interval), and each RL run's paired difference to the base model's own fresh
-  evaluation of the same problems, averaged over seeds (t-interval and verdict as
-  for :func:`paired_summary_rows`)."""
+  evaluation of the same problems, averaged over seeds with the floored interval and
+  an exploratory verdict (as for :func:`paired_summary_rows`)."""
   groups: dict[tuple, list[dict[str, Any]]] = {}
   for r in unsolved:
     groups.setdefault((r["task"], r["stage"], r["method"], r["k_opt"], r["rl_run"]), []).append(r)
@@ -621,14 +753,16 @@ def unsolved_summary_rows(unsolved: Sequence[dict[str, Any]]) -> list[dict[str, 
     solved = sum(int(r["solved"]) for r in rows)
     total = sum(int(r["num_base_unsolved"]) for r in rows)
     mean, se, lo, hi = reporting.wilson_interval(solved, total)
-    diff: tuple[float, ...] = (float("nan"),) * 3
+    diff = (float("nan"),) * 3
     diff_verdict = ""
     with_problems = [r for r in rows if int(r["num_base_unsolved"]) > 0]
     if stage != "base" and with_problems:  # A seed without such problems has no difference.
-      diff = across_seeds([float(r["diff_vs_base"]) for r in with_problems], (-1.0, 1.0))
-      seed_lo = [float(r["diff_vs_base_lo"]) for r in with_problems]
-      seed_hi = [float(r["diff_vs_base_hi"]) for r in with_problems]
-      diff_verdict = verdict(diff, seed_lo, seed_hi)
+      iv = seed_interval(
+        [float(r["diff_vs_base"]) for r in with_problems],
+        [float(r["diff_vs_base_se"]) for r in with_problems],
+      )
+      diff = (float(iv.mean), float(iv.lo), float(iv.hi))
+      diff_verdict = contrasts.exploratory_verdict(*diff[1:])
     out.append(
       {
         "task": task,
@@ -809,9 +943,9 @@ def write_figures(out_dir: str, tables: dict[str, list[dict[str, Any]]], tasks) 
     paths.append(plot_style.save(fig, os.path.join(out_dir, f"bins_{task}.png")))
     fig = plotting.study_contrasts_figure(
       tables["paired_summary.csv"],
-      CONTRASTS,
+      FIGURE_PAIRS,
       task,
-      CONTRAST_KS,
+      FIGURE_KS,
       f"{task}: differences between methods (a − b), paired on the same problems per seed",
     )
     paths.append(plot_style.save(fig, os.path.join(out_dir, f"contrasts_{task}.png")))
@@ -854,16 +988,29 @@ _REPORT_HEADER = """\
 Written by `python -m experiments.lm.study_summary` from the runs of
 `python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study`
 (config `experiments/lm/configs/study.py`). Each seed draws its own held-out
-problems, warm start, training problems and samples. Cells: mean over seeds
-[95% Student-t interval over seeds]; the per-seed intervals over problems are in
-the CSV files. The module docstring of `experiments/lm/study_summary.py` defines
-every column.
+problems, warm start, training problems and samples. The module docstrings of
+`experiments/lm/study_summary.py` and `experiments/lm/contrasts.py` define every
+column and the statistics.
+"""
 
-A difference's verdict is `significant` when its interval over seeds excludes 0,
-`every seed` when it does not but each seed's own interval over problems excludes 0
-on the same side, and `within noise` otherwise. Verdicts are per comparison, with
-no correction for the many comparisons made: if no method differed, about 1 in 20
-would still be called significant.
+_DECLARED_NOTE = """\
+The comparisons fixed before the runs (`CONTRASTS` of `configs/study.py`; a − b,
+paired on the same problems within each seed). The interval over seeds is the
+Student-t interval with the between-seed variance floored at the within-seed one
+(the mean over seeds of each difference's squared standard error over problems), as
+seeds that agree by chance would otherwise give a narrow interval. Holm's correction
+runs over the family of every declared contrast of every task ({m} tests), and a
+contrast is `significant` when its Holm-adjusted p-value is below 0.05; the
+uncorrected p-value is beside it.
+"""
+
+_EXPLORATORY_NOTE = """\
+Everything below is exploratory: comparisons not declared in advance, with no
+correction for their number (about 45 per task). Their verdict says only whether the
+floored interval over seeds excludes 0; across many such comparisons some will by
+chance. Cells: mean over seeds [95% interval over seeds; Student-t for a method's
+mean, floored Student-t for a difference]; the per-seed intervals over problems are
+in the CSV files.
 
 Runs (wall time on 2 CPU cores, one run at a time):
 """
@@ -919,7 +1066,13 @@ def _unsolved_table(unsolved_summary: Sequence[dict[str, Any]]) -> list[str]:
     "",
   ]
   return lines + _table(
-    ("method", "solved (per seed)", "fraction [Wilson]", "minus base [t-interval]", "verdict"),
+    (
+      "method",
+      "solved (per seed)",
+      "fraction [Wilson]",
+      "minus base [floored interval]",
+      "verdict",
+    ),
     (
       (
         _label(r),
@@ -933,20 +1086,62 @@ def _unsolved_table(unsolved_summary: Sequence[dict[str, Any]]) -> list[str]:
   )
 
 
-def _contrast_table(paired_summary: Sequence[dict[str, Any]], n: int) -> list[str]:
-  """:data:`CONTRASTS` in pass@k and max@k at k = 1 and n."""
+def _p(p: float) -> str:
+  """A p-value to 3 decimals, ``<0.001`` below that."""
+  p = float(p)
+  if not math.isfinite(p):
+    return "–"
+  return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+DECLARED_HEADER = (
+  "task",
+  "declared contrast",
+  "a − b [floored interval]",
+  "p",
+  "Holm p",
+  "verdict",
+)
+
+
+def declared_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+  """The declared contrasts (:func:`contrast_rows`) as a Markdown table, a row each."""
+  return _table(
+    DECLARED_HEADER,
+    (
+      (
+        r["task"],
+        r["question"],
+        _cell(r["diff"], r["lo"], r["hi"]),
+        _p(r["p_value"]),
+        _p(r["p_holm"]),
+        r["verdict"],
+      )
+      for r in rows
+    ),
+  )
+
+
+def _key_differences(paired_summary: Sequence[dict[str, Any]], n: int) -> list[str]:
+  """:data:`FIGURE_PAIRS` in pass@k and max@k at k = 1 and n (exploratory)."""
   index = {(r["a_run"], r["b_run"], r["metric"], int(r["k_eval"])): r for r in paired_summary}
   rows = []
-  for a, b, question in CONTRASTS:
+  for a, b, label in FIGURE_PAIRS:
     for metric, short in (("pass_at_k", "pass"), ("max_at_k", "max")):
       for k in (1, n):
         r = index.get((a, b, metric, k))
         if r is not None:
           per_seed = ", ".join(f"{float(d):+.3f}" for d in r["diff_seeds"].split())
-          rows.append((question, f"{short}@{k}", _estimate(r, "diff"), per_seed, r["verdict"]))
-  lines = ["Key differences (a − b, paired on the same problems within each seed):", ""]
+          rows.append(
+            (label, f"{short}@{k}", _estimate(r, "diff"), _p(r["p_value"]), per_seed, r["verdict"])
+          )
+  lines = [
+    "Key differences (a − b, paired on the same problems within each seed; a declared",
+    "contrast's row carries its Holm verdict):",
+    "",
+  ]
   return lines + _table(
-    ("a vs b", "metric", "mean over seeds [t-interval]", "per seed", "verdict"), rows
+    ("a vs b", "metric", "mean over seeds [floored interval]", "p", "per seed", "verdict"), rows
   )
 
 
@@ -991,13 +1186,23 @@ def _incomplete_note(missing: Sequence[str]) -> list[str]:
 
 
 def report_markdown(
-  runs, summary, paired_summary, unsolved_summary, off_policy, missing: Sequence[str] = ()
+  runs,
+  declared: Sequence[dict[str, Any]],
+  summary,
+  paired_summary,
+  unsolved_summary,
+  off_policy,
+  missing: Sequence[str] = (),
 ) -> str:
-  """README.md of the summary folder: what ran (and, first, the runs ``missing``
-  from an incomplete study), and per task the tables of its rows."""
+  """README.md of the summary folder: (first, the runs ``missing`` from an
+  incomplete study) the ``declared`` contrasts (:func:`contrast_rows`), then, under
+  an "Exploratory" heading, what ran and per task the tables of its rows."""
   lines = [report_title(runs), ""]
   lines += _incomplete_note(missing)
-  lines += [_REPORT_HEADER]
+  lines += [_REPORT_HEADER, "## Declared contrasts", ""]
+  lines += [_DECLARED_NOTE.format(m=len(declared))]
+  lines += declared_table(declared)
+  lines += ["## Exploratory", "", _EXPLORATORY_NOTE]
   lines += _table(
     ("task", "seed", "methods", "problems", "minutes"),
     (
@@ -1008,11 +1213,11 @@ def report_markdown(
   for task in tasks_of(runs):
     mine = [r for r in summary if r["task"] == task]
     n = max(int(r["k_eval"]) for r in mine)
-    lines += [f"## {task}", ""]
+    lines += [f"### {task}", ""]
     lines += _overall_tables(mine, n)
     lines += _bin_table(mine, 1) + _bin_table(mine, n)
     lines += _unsolved_table([r for r in unsolved_summary if r["task"] == task])
-    lines += _contrast_table([r for r in paired_summary if r["task"] == task], n)
+    lines += _key_differences([r for r in paired_summary if r["task"] == task], n)
     lines += _off_policy_table([r for r in off_policy if r["task"] == task])
   return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -1036,7 +1241,8 @@ def summarize(
   runs = study.runs
   tables = _per_seed_tables(runs)
   tables["summary.csv"] = summary_rows(tables)
-  tables["paired_summary.csv"] = paired_summary_rows(tables["paired.csv"])
+  tables["contrasts.csv"] = contrast_rows(tables["paired.csv"])
+  tables["paired_summary.csv"] = paired_summary_rows(tables["paired.csv"], tables["contrasts.csv"])
   tables["unsolved_summary.csv"] = unsolved_summary_rows(tables["unsolved.csv"])
   tables["off_policy.csv"] = off_policy_rows(runs)
   tables["splits.csv"] = split_rows(runs)
@@ -1050,6 +1256,7 @@ def summarize(
   write_figures(out_dir, tables, tasks)
   report = report_markdown(
     runs,
+    tables["contrasts.csv"],
     tables["summary.csv"],
     tables["paired_summary.csv"],
     tables["unsolved_summary.csv"],
@@ -1061,13 +1268,47 @@ def summarize(
   return tables
 
 
+PAIRED_COLUMNS = ("task", "seed", "a_run", "b_run", "metric", "k_eval", "diff", "diff_se")
+
+
+def contrasts_from_paired(paired_csv: str, out_dir: str) -> list[dict[str, Any]]:
+  """Writes ``out_dir/contrasts.csv`` (:func:`contrast_rows`) from a study's gathered
+  ``paired.csv`` alone, e.g. a committed summary whose run folders are gone::
+
+    python -m experiments.lm.study_summary --from_paired=docs/lm_study/paired.csv \\
+      --out_dir=docs/lm_study
+
+  paired.csv's ``diff_se`` is each seed's standard error over problems, as the
+  full summary uses it. Returns the rows.
+
+  Raises:
+    StudyError: if the file cannot be read, lacks a column or a declared contrast,
+      or a value is not a number.
+  """
+  rows = _read_csv(paired_csv, PAIRED_COLUMNS)
+  try:
+    for r in rows:
+      int(r["seed"]), int(r["k_eval"]), float(r["diff"]), float(r["diff_se"])
+  except ValueError:
+    raise StudyError(f"{paired_csv}: a seed, k_eval, diff or diff_se is not a number.") from None
+  if not rows:
+    raise StudyError(f"{paired_csv} holds no rows.")
+  out = contrast_rows(rows)
+  outputs.write_results_csv(outputs.prepare_out_dir(out_dir), out, filename="contrasts.csv")
+  return out
+
+
 def main(argv: Sequence[str]) -> None:
-  """The binary: :func:`summarize`, a refused study ending the process with one error
+  """The binary: :func:`summarize` (or, with ``--from_paired``,
+  :func:`contrasts_from_paired`), a refused study ending the process with one error
   line and exit code 1."""
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   try:
-    summarize(_STUDY_DIR.value, _OUT_DIR.value, allow_incomplete=_ALLOW_INCOMPLETE.value)
+    if _FROM_PAIRED.value is not None:
+      contrasts_from_paired(_FROM_PAIRED.value, _OUT_DIR.value)
+    else:
+      summarize(_STUDY_DIR.value, _OUT_DIR.value, allow_incomplete=_ALLOW_INCOMPLETE.value)
   except StudyError as e:
     raise SystemExit(f"experiments.lm.study_summary: {e}") from None
 

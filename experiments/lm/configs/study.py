@@ -49,6 +49,7 @@ committed one is docs/lm_study; see experiments/lm/study_summary.py)::
 
 import ml_collections
 
+from experiments.lm import contrasts
 from experiments.lm.configs import default
 
 # Task: (reward, task kwargs, SFT steps).
@@ -95,3 +96,23 @@ def get_config(task: str = "countdown") -> ml_collections.ConfigDict:
   c.eval.every = 60
   c.checkpoint_every = 20
   return c
+
+
+# ------------------------------------------------------------ declared contrasts
+# The comparisons the study tests, declared before its runs and applied to every
+# task (experiments/lm/contrasts.py). Their Holm family is all of them over all
+# tasks (2 tasks x 8 = 16): the conservative choice, and what a reviewer counts.
+# Every other comparison the summary reports is exploratory. k="n" is the
+# evaluation's n (eval.n, 32 here).
+CONTRASTS = (
+  contrasts.Contrast("grpo", "base", "pass", 1, "GRPO vs base at pass@1"),
+  contrasts.Contrast("grpo", "base", "pass", "n", "GRPO vs base at pass@n"),
+  contrasts.Contrast("max_at_k_k4", "base", "pass", 4, "k_opt = 4 vs base at pass@4"),
+  contrasts.Contrast("max_at_k_k8", "base", "pass", 8, "k_opt = 8 vs base at pass@8"),
+  contrasts.Contrast("max_at_k_k4", "grpo", "pass", 4, "k_opt = 4 vs GRPO at pass@4"),
+  contrasts.Contrast("max_at_k_k8", "grpo", "pass", 8, "k_opt = 8 vs GRPO at pass@8"),
+  contrasts.Contrast("max_at_k_k8", "max_at_k_k1", "pass", "n", "k_opt = 8 vs k_opt = 1 at pass@n"),
+  contrasts.Contrast(
+    "max_at_k_k8-60-1", "max_at_k_k8", "pass", 1, "annealed 8 -> 1 vs k_opt = 8 at pass@1"
+  ),
+)

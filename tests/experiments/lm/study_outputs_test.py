@@ -1,15 +1,18 @@
 """The committed LM study (docs/lm_study) holds what it claims.
 
 Its results recompute from its per-prompt file, it covers every method, task and
-seed of configs/study.py, and every interval and verdict agrees with its numbers.
+seed of configs/study.py, every interval and verdict agrees with its numbers, and
+the repository README's LM-study section claims only what contrasts.csv says.
 """
 
 import csv
 import math
 import os
+import re
 
 import pytest
 
+from experiments.lm import contrasts
 from experiments.lm import reporting
 from experiments.lm import study_summary
 from experiments.lm.configs import study as study_config
@@ -67,13 +70,121 @@ def test_intervals_contain_their_estimates(results):
       assert lo <= mid <= hi, r
 
 
-def test_verdicts_agree_with_their_intervals():
+def test_contrasts_recompute_from_the_paired_file():
+  """contrasts.csv holds what study_summary computes from the committed paired.csv."""
+  written = _read("contrasts.csv")
+  recomputed = study_summary.contrast_rows(_read("paired.csv"))
+  assert len(written) == len(recomputed) == len(study_config.TASKS) * 8
+  for old, new in zip(written, recomputed):
+    assert list(old) == list(new)
+    for column, value in new.items():
+      if isinstance(value, float):
+        assert math.isclose(float(old[column]), value, rel_tol=1e-9, abs_tol=1e-12), column
+      else:
+        assert old[column] == str(value), column
+  assert {r["k"] for r in written if r["question"].endswith("pass@n")} == {"32"}
+
+
+def test_paired_summary_verdicts_follow_their_rule():
+  """A summary written by the current code: every verdict is a declared contrast's
+  (as in contrasts.csv) or exploratory by its floored interval. The committed 3-seed
+  summary predates that rule; its README must then say its verdicts are superseded."""
   rows = _read("paired_summary.csv")
   assert rows
+  if "p_value" not in rows[0]:
+    with open(os.path.join(DOCS, "README.md")) as f:
+      report = " ".join(f.read().split())
+    assert "were written by an earlier rule of the summary and are superseded" in report
+    assert "The declared contrasts of `configs/study.py`" in report and "`contrasts.csv`" in report
+    return
+  declared = {(r["task"], r["question"]): r["verdict"] for r in _read("contrasts.csv")}
   for r in rows:
-    lo, hi = float(r["diff_lo"]), float(r["diff_hi"])
-    excludes_zero = math.isfinite(lo) and (lo > 0 or hi < 0)
-    assert (r["verdict"] == "significant") == excludes_zero, r
+    if r["question"]:
+      assert r["verdict"] == declared[r["task"], r["question"]], r
+    else:
+      verdict = contrasts.exploratory_verdict(float(r["diff_lo"]), float(r["diff_hi"]))
+      assert r["verdict"] == verdict, r
+
+
+# The README's LM-study section: between these markers, one table of the declared
+# contrasts with this header, whose rows must be contrasts.csv's; outside that table,
+# the word "significant" may appear only as "not significant".
+BEGIN, END = "<!-- lm-study:begin", "<!-- lm-study:end"
+DECLARED_HEADER = "| task | declared contrast | a − b [floored interval] | p | Holm p | verdict |"
+
+
+def _p_matches(cell, value):
+  value = float(value)
+  if cell == "<0.001":
+    return value < 0.001
+  return abs(float(cell) - value) <= 0.0005 + 1e-12
+
+
+def lm_section_problems(readme, rows):
+  """What in ``readme``'s LM-study section disagrees with contrasts.csv ``rows``."""
+  lines = readme.splitlines()
+  starts = [i for i, line in enumerate(lines) if line.startswith(BEGIN)]
+  ends = [i for i, line in enumerate(lines) if line.startswith(END)]
+  if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+    return ["no single LM-study section between its markers"]
+  section = lines[starts[0] + 1 : ends[0]]
+  headers = [i for i, line in enumerate(section) if line == DECLARED_HEADER]
+  if len(headers) != 1:
+    return [f"{len(headers)} declared-contrast tables, not 1"]
+  first = headers[0] + 2  # Past the header and its |---| line.
+  last = first
+  while last < len(section) and section[last].startswith("|"):
+    last += 1
+  problems = []
+  table = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section[first:last]]
+  if len(table) != len(rows):
+    problems.append(f"the table has {len(table)} rows, contrasts.csv {len(rows)}")
+  number = r"(-?[0-9.]+)"
+  for cells, row in zip(table, rows):
+    cell = re.fullmatch(rf"{number} \[{number}, {number}\]", cells[2])
+    if (
+      cells[0] != row["task"]
+      or cells[1] != row["question"]
+      or cells[5] != row["verdict"]
+      or not cell
+      or any(
+        abs(float(x) - float(row[c])) > 0.0005 for x, c in zip(cell.groups(), ("diff", "lo", "hi"))
+      )
+      or not _p_matches(cells[3], row["p_value"])
+      or not _p_matches(cells[4], row["p_holm"])
+    ):
+      problems.append(f"table row {cells} is not contrasts.csv's {row['task']}, {row['question']}")
+  prose = " ".join(" ".join(section[: headers[0]] + section[last:]).split()).lower()
+  for match in re.finditer(r"\bsignifican", prose):
+    if not prose[: match.start()].endswith("not "):
+      problems.append(
+        f"'{prose[max(0, match.start() - 60) : match.end() + 20]}' claims significance"
+      )
+  return problems
+
+
+@pytest.fixture(name="readme", scope="module")
+def _readme():
+  with open(os.path.join(_ROOT, "README.md")) as f:
+    return f.read()
+
+
+def test_the_readme_claims_only_what_contrasts_csv_says(readme):
+  assert lm_section_problems(readme, _read("contrasts.csv")) == []
+
+
+def test_the_readme_check_sees_a_false_claim(readme):
+  rows = _read("contrasts.csv")
+  prose = readme.replace("**No declared contrast passes", "**Significant: contrasts pass", 1)
+  assert prose != readme
+  assert "claims significance" in " ".join(lm_section_problems(prose, rows))
+  first = next(r for r in rows)
+  flipped = readme.replace(f"| {first['verdict']} |", "| significant |", 1)
+  assert flipped != readme and lm_section_problems(flipped, rows)
+  fewer = readme.replace(f"| {rows[-1]['task']} | {rows[-1]['question']} |", "| x | y |", 1)
+  assert fewer != readme and lm_section_problems(fewer, rows)
+  assert lm_section_problems(readme, rows[:-1])  # A row contrasts.csv lacks.
+  assert lm_section_problems(readme.replace(BEGIN, "<!-- "), rows)
 
 
 def test_held_out_splits_do_not_overlap(results):

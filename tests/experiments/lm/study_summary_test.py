@@ -11,12 +11,15 @@ import pytest
 from scipy import stats
 
 from experiments.lm import checkpointing
+from experiments.lm import contrasts
 from experiments.lm import reporting
 from experiments.lm import study_summary
+from experiments.lm.configs import study as study_config
 from tests import binaries
 
 N = 8  # Samples per problem.
-RUNS = ("grpo", "max_at_k_k1", "max_at_k_k8")
+# The runs of the study's declared contrasts (configs/study.py), and no rloo.
+RUNS = ("grpo", "max_at_k_k1", "max_at_k_k4", "max_at_k_k8", "max_at_k_k8-60-1")
 TASKS = ("countdown", "program")  # The tasks of configs/study.py.
 
 
@@ -135,46 +138,110 @@ def test_summary_is_the_mean_over_seeds_with_a_t_interval(out):
   )
 
 
-def test_paired_summary_and_verdicts(out):
+def _floored(diffs, ses):
+  """(mean, lo, hi, p): the floored t-interval over seeds, computed here from its
+  definition, max(sample variance, mean squared standard error) / S."""
+  d, se = np.asarray(diffs, np.float64), np.asarray(ses, np.float64)
+  S = len(d)
+  sd = math.sqrt(max(d.var(ddof=1), np.mean(se**2)) / S)
+  half = stats.t.ppf(0.975, S - 1) * sd
+  if sd == 0:  # Identical seeds without noise (e.g. every run solves every problem).
+    return d.mean(), d.mean(), d.mean(), float(d.mean() == 0)
+  return d.mean(), d.mean() - half, d.mean() + half, 2 * stats.t.sf(abs(d.mean()) / sd, S - 1)
+
+
+def _by_seed(rows, **match):
+  mine = [r for r in rows if all(str(r[c]) == str(v) for c, v in match.items())]
+  return sorted(mine, key=lambda r: int(r["seed"]))
+
+
+def test_paired_summary_has_the_floored_interval_and_verdicts(out):
   paired = _read(os.path.join(out, "paired.csv"))
+  declared = {(r["task"], r["question"]): r for r in _read(os.path.join(out, "contrasts.csv"))}
   rows = _read(os.path.join(out, "paired_summary.csv"))
+  num_declared = 0
   for row in rows:
-    mine = [
-      r
-      for r in paired
-      if (r["task"], r["a_run"], r["b_run"], r["metric"], r["k_eval"])
-      == (row["task"], row["a_run"], row["b_run"], row["metric"], row["k_eval"])
-    ]
-    diffs = [float(r["diff"]) for r in sorted(mine, key=lambda r: int(r["seed"]))]
-    mean, lo, hi = _t_interval(diffs)
+    mine = _by_seed(paired, **{c: row[c] for c in ("task", "a_run", "b_run", "metric", "k_eval")})
+    mean, lo, hi, p = _floored([r["diff"] for r in mine], [r["diff_se"] for r in mine])
     assert float(row["diff"]) == pytest.approx(mean, abs=1e-6)
     assert float(row["diff_lo"]) == pytest.approx(max(-1.0, lo), abs=1e-6)
-    if max(-1.0, lo) > 0 or min(1.0, hi) < 0:
-      assert row["verdict"] == "significant"
-    elif all(float(r["diff_lo"]) > 0 for r in mine) or all(float(r["diff_hi"]) < 0 for r in mine):
-      assert row["verdict"] == "every seed"
+    assert float(row["diff_hi"]) == pytest.approx(min(1.0, hi), abs=1e-6)
+    assert float(row["p_value"]) == pytest.approx(p, rel=1e-6)
+    if row["question"]:
+      num_declared += 1
+      c = declared[row["task"], row["question"]]
+      assert row["verdict"] == c["verdict"] and row["p_holm"] == c["p_holm"]
+    elif max(-1.0, lo) > 0 or min(1.0, hi) < 0:
+      assert row["verdict"] == "exploratory, excludes 0"
     else:
-      assert row["verdict"] == "within noise"
-  # The runs were built to beat base by a lot at pass@1: some verdict says so.
+      assert row["verdict"] == "exploratory, includes 0"
+  assert num_declared == len(declared) == 2 * len(study_config.CONTRASTS)
+  # The runs were built to beat base by a lot at pass@1: some interval says so.
   assert any(
-    r["verdict"] == "significant" and r["b_run"] == "base" and r["k_eval"] == "1" for r in rows
+    r["verdict"] == "exploratory, excludes 0" and r["b_run"] == "base" and r["k_eval"] == "1"
+    for r in rows
   )
 
 
-@pytest.mark.parametrize(
-  "summary, seed_lo, seed_hi, expected",
-  [
-    ((0.1, 0.02, 0.18), [0.01, -0.1, 0.03], [0.2, 0.3, 0.2], "significant"),
-    ((-0.1, -0.18, -0.02), [-0.3], [0.1], "significant"),
-    ((0.1, -0.05, 0.25), [0.01, 0.02, 0.03], [0.2, 0.3, 0.2], "every seed"),
-    ((-0.1, -0.25, 0.05), [-0.3, -0.2], [-0.01, -0.02], "every seed"),
-    ((0.1, -0.05, 0.25), [0.01, -0.02, 0.03], [0.2, 0.3, 0.2], "within noise"),
-    ((0.0, float("nan"), float("nan")), [0.01], [0.2], "every seed"),
-    ((0.0, float("nan"), float("nan")), [-0.01], [0.2], "within noise"),
-  ],
-)
-def test_verdict(summary, seed_lo, seed_hi, expected):
-  assert study_summary.verdict(summary, seed_lo, seed_hi) == expected
+def test_contrasts_are_holm_corrected_over_every_task(out):
+  paired = _read(os.path.join(out, "paired.csv"))
+  rows = _read(os.path.join(out, "contrasts.csv"))
+  expected = [(t, c.question) for t in TASKS for c in study_config.CONTRASTS]
+  assert [(r["task"], r["question"]) for r in rows] == expected
+  p_values = []
+  for row, c in zip(rows, list(study_config.CONTRASTS) * 2):
+    k = N if c.k == "n" else c.k
+    assert (row["a"], row["b"], row["measure"], int(row["k"])) == (c.a, c.b, c.measure, k)
+    mine = _by_seed(paired, task=row["task"], a_run=c.a, b_run=c.b, metric=c.metric, k_eval=k)
+    diffs, ses = [float(r["diff"]) for r in mine], [float(r["diff_se"]) for r in mine]
+    assert row["diff_seeds"].split() == [f"{d:.6g}" for d in diffs]
+    assert row["se_seeds"].split() == [f"{s:.6g}" for s in ses]
+    mean, lo, hi, p = _floored(diffs, ses)
+    assert [float(row[x]) for x in ("diff", "lo", "hi")] == pytest.approx(
+      [mean, max(-1.0, lo), min(1.0, hi)], abs=1e-6
+    )
+    assert float(row["p_value"]) == pytest.approx(p, rel=1e-6)
+    _, t_lo, t_hi = _t_interval(diffs)
+    assert float(row["t_lo"]) == pytest.approx(max(-1.0, t_lo), abs=1e-6)
+    assert float(row["t_hi"]) == pytest.approx(min(1.0, t_hi), abs=1e-6)
+    p_values.append(p)
+  # One family of 16: the smallest p-value is multiplied by 16, not by 8.
+  holm = [float(r["p_holm"]) for r in rows]
+  i = int(np.argmin(p_values))
+  assert holm[i] == pytest.approx(min(1.0, 16 * p_values[i]), rel=1e-6)
+  np.testing.assert_allclose(holm, contrasts.holm(p_values), rtol=1e-6)
+  for row, p in zip(rows, holm):
+    assert row["verdict"] == ("significant" if p < 0.05 else "not significant")
+
+
+def test_contrasts_from_a_committed_paired_file(out, tmp_path):
+  """--from_paired rebuilds contrasts.csv from paired.csv alone, identically."""
+  written = study_summary.contrasts_from_paired(
+    os.path.join(out, "paired.csv"), str(tmp_path / "o")
+  )
+  assert len(written) == 2 * len(study_config.CONTRASTS)
+  assert os.listdir(tmp_path / "o") == ["contrasts.csv"]
+  with open(tmp_path / "o" / "contrasts.csv") as f, open(os.path.join(out, "contrasts.csv")) as g:
+    assert f.read() == g.read()
+  # A paired file without a declared contrast's runs, or without diff_se.
+  rows = [r for r in _read(os.path.join(out, "paired.csv")) if r["a_run"] != "max_at_k_k8-60-1"]
+  bad = str(tmp_path / "bad.csv")
+  with open(bad, "w", newline="") as f:
+    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+  with pytest.raises(study_summary.StudyError, match="no paired difference max_at_k_k8-60-1"):
+    study_summary.contrasts_from_paired(bad, str(tmp_path / "c"))
+  _replace_in(bad, "diff_se", "diff_sd")
+  proc = binaries.run(
+    "experiments.lm.study_summary",
+    f"--from_paired={bad}",
+    f"--out_dir={tmp_path / 'c'}",
+    check=False,
+  )
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+  assert "lacks the column(s) ['diff_se']" in proc.stderr.strip().splitlines()[-1]
+  assert not (tmp_path / "c").exists()
 
 
 def test_one_seed_has_no_across_seeds_interval():
@@ -182,6 +249,8 @@ def test_one_seed_has_no_across_seeds_interval():
   assert mean == 0.3 and math.isnan(lo) and math.isnan(hi)
   mean, lo, hi = study_summary.across_seeds([0.3, float("nan"), 0.5], (0.0, 1.0))
   assert math.isnan(mean) and math.isnan(lo) and math.isnan(hi)
+  iv = study_summary.seed_interval([0.3], [0.01])
+  assert float(iv.mean) == 0.3 and math.isnan(iv.lo) and math.isnan(iv.p_value)
 
 
 def test_unsolved_pooled_over_seeds_and_off_policy(out):
@@ -205,6 +274,7 @@ def test_unsolved_pooled_over_seeds_and_off_policy(out):
 def test_outputs_figures_and_report(out):
   for name in (
     *reporting.FILES,
+    "contrasts.csv",
     "summary.csv",
     "paired_summary.csv",
     "unsolved_summary.csv",
@@ -220,8 +290,12 @@ def test_outputs_figures_and_report(out):
   assert len(prompts) == 2 * 3 * (1 + len(RUNS)) * 12
   with open(os.path.join(out, "README.md")) as f:
     report = f.read()
-  assert "## countdown" in report and "## program" in report
-  assert "k_opt = 8 vs k_opt = 1" in report  # A contrast whose runs exist.
+  declared = report.index("## Declared contrasts")
+  assert declared < report.index("## Exploratory") < report.index("### countdown")
+  assert "### program" in report
+  table = "\n".join(study_summary.declared_table(_read(os.path.join(out, "contrasts.csv"))))
+  assert table in report[declared : report.index("## Exploratory")]
+  assert "k_opt = 8 vs k_opt = 1 |" in report  # An exploratory pair whose runs exist.
   assert "RLOO vs GRPO" not in report  # No rloo run: no row for it.
 
 
@@ -391,7 +465,7 @@ def _truncate(path):
     # An edited value (the checksum of each record), once invisible.
     (
       lambda d: _replace_in(os.path.join(d, "program_seed1", "metrics.jsonl"), "0.7", "0.75"),
-      r"program_seed1/metrics.jsonl, line 4: the record's values do not match its crc32",
+      r"program_seed1/metrics.jsonl, line 6: the record's values do not match its crc32",
     ),
     (
       lambda d: os.remove(os.path.join(d, "program_seed1", "metrics.jsonl")),
@@ -471,6 +545,7 @@ def test_a_split_with_overlap_stops(study, tmp_path):
 
 def test_unsolved_difference_to_base_across_seeds(out):
   per_seed = _read(os.path.join(out, "unsolved.csv"))
+  checked = {"interval": 0, "no interval": 0}
   for row in _read(os.path.join(out, "unsolved_summary.csv")):
     if row["stage"] == "base":
       assert row["diff_vs_base"] == "nan" and row["diff_vs_base_verdict"] == ""
@@ -478,4 +553,17 @@ def test_unsolved_difference_to_base_across_seeds(out):
     mine = [r for r in per_seed if (r["task"], r["rl_run"]) == (row["task"], row["rl_run"])]
     diffs = [float(r["diff_vs_base"]) for r in sorted(mine, key=lambda r: int(r["seed"]))]
     assert float(row["diff_vs_base"]) == pytest.approx(np.mean(diffs), abs=1e-6)
-    assert row["diff_vs_base_verdict"] in ("significant", "every seed", "within noise")
+    ses = [float(r["diff_vs_base_se"]) for r in sorted(mine, key=lambda r: int(r["seed"]))]
+    if any(math.isnan(se) for se in ses):  # A seed with one base-unsolved problem.
+      assert math.isnan(float(row["diff_vs_base_lo"]))
+      assert row["diff_vs_base_verdict"] == "exploratory, no interval"
+      checked["no interval"] += 1
+      continue
+    _, lo, hi, _ = _floored(diffs, ses)
+    assert float(row["diff_vs_base_lo"]) == pytest.approx(max(-1.0, lo), abs=1e-6)
+    excludes = max(-1.0, lo) > 0 or min(1.0, hi) < 0
+    assert row["diff_vs_base_verdict"] == (
+      "exploratory, excludes 0" if excludes else "exploratory, includes 0"
+    )
+    checked["interval"] += 1
+  assert checked["interval"] > 0

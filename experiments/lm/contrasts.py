@@ -1,0 +1,281 @@
+r"""Declared comparisons of the LM study, their interval over seeds, and Holm's correction.
+
+A study run has S seeds; each seed s trains every method from its own warm start on
+its own problems and evaluates all of them on the same P held-out problems with the
+same sampling keys. For two methods a and b, seed s gives the paired difference
+d_s = mean over problems of (a − b) and its standard error se_s over problems
+(``maxk.paired_difference``; ``diff`` and ``diff_se`` of ``paired.csv``). The
+question is whether the mean of d over the population of seeds, μ, is 0.
+
+**The floored interval.** Model d_s = μ + u_s + e_s, with u_s the training noise of
+the seed (between-seed variance τ²) and e_s the evaluation noise given the seed
+(variance se_s², estimated well from P = 128 problems). Then
+
+  E[sample variance of d_s (ddof = 1)] = τ² + mean_s(se_s²),
+
+so the within-seed variance mean(se²) is a floor on what the sample variance
+estimates. With 3-8 seeds the sample variance is itself very noisy (with S = 3 it
+has 2 degrees of freedom: it falls below a fifth of its mean almost one time in
+five), and when the seeds happen to agree it can sit far below the floor, making
+the plain t-interval narrow on a noise-sized effect. :func:`floored_interval`
+therefore uses
+
+  v = max(s², mean(se²)),  SE = √(v / S),  interval d̄ ± t_{S−1, 0.975} SE,
+
+and the two-sided p-value of d̄ / SE under t_{S−1}. The max never lowers the
+variance estimate: the floored statistic |d̄| / SE is never larger than the plain t
+statistic, so the test rejects only where the plain t-test rejects, and for normal
+d_s of common variance the plain t-test has exactly its nominal level; the floored
+one is at or below it. The t quantile is kept even where the floor decides, which
+only widens the interval. This is the ad hoc variance correction of the Hartung-Knapp
+interval for random-effects meta-analysis with few studies (its q is floored at 1),
+here with equal weights.
+:func:`plain_interval` is the unfloored Student-t interval, for comparison.
+
+Not a hierarchical bootstrap (resampling seeds, then problems): with S = 3 seeds
+there are only 10 distinct resamples of the seeds, and for S <= 8 the bootstrap
+interval behaves like a normal interval built on the biased variance (S − 1) s²/S,
+with no t quantile, so it covers less than its nominal level exactly where the
+study needs it.
+
+**Multiplicity.** A study names a few comparisons in advance (:class:`Contrast`;
+``experiments/lm/configs/study.py``'s ``CONTRASTS``), applied to every task. Their
+family for Holm's step-down correction (:func:`holm`) is all declared contrasts of
+all tasks of the study (2 tasks × 8 = 16): the conservative choice, and the count a
+reviewer would make. A declared contrast is ``significant`` when its Holm-adjusted
+p-value is below 0.05 (the family-wise error rate is then at most 5% under any
+dependence between the contrasts), and ``not significant`` otherwise. Every other
+comparison is exploratory: its verdict says only whether its floored interval
+excludes 0, with no claim about error rates.
+
+References: Holm, "A simple sequentially rejective multiple test procedure", Scand.
+J. Statist. 6 (1979); Röver, Knapp & Friede, "Hartung-Knapp-Sidik-Jonkman approach
+and its modification for random-effects meta-analysis with few studies", BMC Med.
+Res. Methodol. 15:99 (2015).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+CONFIDENCE = 0.95
+ALPHA = 0.05  # Family-wise error rate of the declared contrasts.
+MEASURES = {"pass": "pass_at_k", "max": "max_at_k"}
+
+SIGNIFICANT = "significant"
+NOT_SIGNIFICANT = "not significant"
+EXPLORATORY_EXCLUDES = "exploratory, excludes 0"
+EXPLORATORY_INCLUDES = "exploratory, includes 0"
+EXPLORATORY_NO_INTERVAL = "exploratory, no interval"
+VERDICTS = (
+  SIGNIFICANT,
+  NOT_SIGNIFICANT,
+  EXPLORATORY_EXCLUDES,
+  EXPLORATORY_INCLUDES,
+  EXPLORATORY_NO_INTERVAL,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Contrast:
+  """A comparison declared before the study: run ``a`` minus run ``b`` in pass@k
+  (``measure="pass"``) or max@k (``"max"``) at ``k``.
+
+  ``a`` and ``b`` are run names as in ``paired.csv`` (``base``, ``grpo``,
+  ``max_at_k_k4``, ``max_at_k_k8-60-1``, ...); ``k`` is an int >= 1 or ``"n"``, the
+  largest k evaluated (the evaluation's n); ``question`` is the label of the
+  comparison in tables (unique within a study).
+
+  Raises:
+    ValueError: naming the field that is malformed.
+  """
+
+  a: str
+  b: str
+  measure: str
+  k: int | str
+  question: str
+
+  def __post_init__(self) -> None:
+    for field in ("a", "b", "question"):
+      value = getattr(self, field)
+      if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"Contrast.{field}={value!r} must be a non-empty string.")
+    if self.a == self.b:
+      raise ValueError(f"Contrast.b={self.b!r} must differ from Contrast.a.")
+    if self.measure not in MEASURES:
+      raise ValueError(f"Contrast.measure={self.measure!r} must be one of {sorted(MEASURES)}.")
+    k = self.k
+    if k != "n" and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+      raise ValueError(f"Contrast.k={k!r} must be an int >= 1 or 'n'.")
+
+  @property
+  def metric(self) -> str:
+    """The metric's column value in the study's tables: ``pass_at_k`` or ``max_at_k``."""
+    return MEASURES[self.measure]
+
+  def resolve_k(self, n: int) -> int:
+    """``k`` for an evaluation of n samples per problem (``"n"`` is n).
+
+    Raises:
+      ValueError: if k > n.
+    """
+    k = n if self.k == "n" else int(self.k)
+    if k > n:
+      raise ValueError(f"Contrast.k={k} exceeds the evaluation's n={n} ({self.question}).")
+    return k
+
+
+class SeedInterval(NamedTuple):
+  """Mean over seeds with its standard error, interval and p-value (float64 arrays,
+  the seed axis removed); ``floored``: whether the within-seed floor decided."""
+
+  mean: np.ndarray
+  stderr: np.ndarray
+  lo: np.ndarray
+  hi: np.ndarray
+  p_value: np.ndarray
+  floored: np.ndarray
+
+
+def _seed_arrays(diffs: ArrayLike, stderrs: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
+  d = np.asarray(diffs, np.float64)
+  if d.ndim < 1 or d.shape[-1] < 2:
+    raise ValueError(f"diffs must hold S >= 2 seeds on its last axis; got shape {d.shape}.")
+  se = np.zeros_like(d) if stderrs is None else np.asarray(stderrs, np.float64)
+  if se.shape != d.shape:
+    raise ValueError(f"stderrs has shape {se.shape}, diffs {d.shape}; they must match.")
+  if np.any(se[np.isfinite(se)] < 0):
+    raise ValueError("stderrs must be >= 0.")
+  return d, se
+
+
+def _t_interval(
+  mean: np.ndarray,
+  var: np.ndarray,
+  S: int,
+  ok: np.ndarray,
+  floored: np.ndarray,
+  confidence: float,
+) -> SeedInterval:
+  """mean ± t_{S−1} √(var / S) and the two-sided t_{S−1} p-value; NaN where not ``ok``."""
+  if not 0 < confidence < 1:
+    raise ValueError(f"confidence={confidence!r} must lie in (0, 1).")
+  se = np.sqrt(var / S)
+  half = stats.t.ppf((1 + confidence) / 2, S - 1) * se
+  with np.errstate(divide="ignore", invalid="ignore"):
+    p = 2 * stats.t.sf(np.abs(mean) / se, S - 1)
+  # SE = 0 (identical seeds, no evaluation noise): the mean is exact.
+  p = np.where(se == 0, np.where(mean == 0, 1.0, 0.0), p)
+  nan = np.full(np.shape(mean), np.nan)
+  return SeedInterval(
+    mean=np.where(ok, mean, nan),
+    stderr=np.where(ok, se, nan),
+    lo=np.where(ok, mean - half, nan),
+    hi=np.where(ok, mean + half, nan),
+    p_value=np.where(ok, p, nan),
+    floored=np.where(ok, floored, False),
+  )
+
+
+def floored_interval(
+  diffs: ArrayLike, stderrs: ArrayLike, *, confidence: float = CONFIDENCE
+) -> SeedInterval:
+  """The mean of per-seed differences with the floored Student-t interval (module
+  docstring): v = max(s², mean(se²)), SE = √(v/S), mean ± t_{S−1} SE, p from t_{S−1}.
+
+  Args:
+    diffs: ``[..., S]`` per-seed differences d_s, seeds on the last axis.
+    stderrs: ``[..., S]`` their standard errors over problems, >= 0.
+    confidence: keyword-only, in (0, 1).
+
+  Returns:
+    :class:`SeedInterval` of shape ``[...]``; a group with a non-finite d_s or se_s
+    is NaN throughout (``floored`` False). Bounds are not clipped to any range. A
+    group with SE = 0 (identical seeds, no noise) has p = 1 if its mean is 0, else 0.
+
+  Raises:
+    ValueError: for fewer than 2 seeds, mismatched shapes, a negative standard
+      error, or ``confidence`` outside (0, 1).
+  """
+  d, se = _seed_arrays(diffs, stderrs)
+  S = d.shape[-1]
+  ok = np.all(np.isfinite(d) & np.isfinite(se), axis=-1)
+  with np.errstate(invalid="ignore"):
+    sample_var = np.var(d, axis=-1, ddof=1)
+    floor = np.mean(se**2, axis=-1)
+  return _t_interval(
+    np.mean(d, axis=-1), np.maximum(sample_var, floor), S, ok, floor > sample_var, confidence
+  )
+
+
+def plain_interval(diffs: ArrayLike, *, confidence: float = CONFIDENCE) -> SeedInterval:
+  """The unfloored Student-t interval of the mean of ``diffs`` ``[..., S]`` (S >= 2):
+  mean ± t_{S−1} s/√S, p from t_{S−1}; NaN for a group with a non-finite value.
+
+  Raises:
+    ValueError: for fewer than 2 seeds or ``confidence`` outside (0, 1).
+  """
+  d, _ = _seed_arrays(diffs, None)
+  ok = np.all(np.isfinite(d), axis=-1)
+  with np.errstate(invalid="ignore"):
+    var = np.var(d, axis=-1, ddof=1)
+  never = np.zeros(ok.shape, bool)
+  return _t_interval(np.mean(d, axis=-1), var, d.shape[-1], ok, never, confidence)
+
+
+def holm(p_values: ArrayLike) -> np.ndarray:
+  """Holm's step-down adjusted p-values over the last axis (Holm 1979).
+
+  With the m p-values sorted, p_(1) <= ... <= p_(m), the adjusted value of p_(i) is
+  min(1, max_{j <= i} (m − j + 1) p_(j)): hypothesis i is rejected at family-wise
+  level α exactly when its adjusted p-value is <= α. The adjusted values are
+  monotone in the raw ones and capped at 1.
+
+  NaN p-values (a declared comparison that could not be tested) still count in the
+  family size m, since the family was fixed in advance and counting them is the
+  conservative choice; they sort last, so they do not change the others' adjusted
+  values beyond m, and stay NaN.
+
+  Args:
+    p_values: ``[..., m]``, m >= 1, each in [0, 1] or NaN.
+
+  Returns:
+    float64 ``[..., m]`` adjusted p-values in the input's order.
+
+  Raises:
+    ValueError: for a scalar or empty family, or a value outside [0, 1] that is not NaN.
+  """
+  p = np.asarray(p_values, np.float64)
+  if p.ndim < 1 or p.shape[-1] < 1:
+    raise ValueError(f"p_values must hold m >= 1 values on its last axis; got shape {p.shape}.")
+  if np.any((p < 0) | (p > 1) | np.isinf(p)):
+    raise ValueError("p_values must lie in [0, 1] (or be NaN).")
+  m = p.shape[-1]
+  nan = np.isnan(p)
+  order = np.argsort(np.where(nan, np.inf, p), axis=-1, kind="stable")
+  sorted_p = np.take_along_axis(p, order, axis=-1)
+  scaled = sorted_p * (m - np.arange(m))
+  adjusted_sorted = np.minimum(np.fmax.accumulate(scaled, axis=-1), 1.0)
+  adjusted_sorted = np.where(np.isnan(sorted_p), np.nan, adjusted_sorted)
+  out = np.empty_like(p)
+  np.put_along_axis(out, order, adjusted_sorted, axis=-1)
+  return out
+
+
+def declared_verdict(p_holm: float, *, alpha: float = ALPHA) -> str:
+  """``significant`` iff the Holm-adjusted p-value is below ``alpha`` (NaN: not)."""
+  return SIGNIFICANT if math.isfinite(p_holm) and p_holm < alpha else NOT_SIGNIFICANT
+
+
+def exploratory_verdict(lo: float, hi: float) -> str:
+  """An exploratory comparison's verdict: whether its floored interval excludes 0."""
+  if not (math.isfinite(lo) and math.isfinite(hi)):
+    return EXPLORATORY_NO_INTERVAL
+  return EXPLORATORY_EXCLUDES if lo > 0 or hi < 0 else EXPLORATORY_INCLUDES
