@@ -31,9 +31,9 @@ which add one when they gather results):
 * ``results.csv``: per stage/method/k_opt and k_eval = 1..n, ``pass_at_k``,
   ``max_at_k``, their ``_lo``/``_hi`` bounds and standard errors ``_se``;
 * ``prompts.csv``: per method and evaluation problem, the problem key, the prompt,
-  n, the number correct, the mean and max continuous reward, the base bin,
-  the binning evaluation's count ``bin_correct`` of ``bin_n`` samples, and all n rewards (``rewards``, space-separated),
-  enough to recompute every number here offline;
+  n, the number correct, the mean and max continuous reward, the base bin, the
+  binning evaluation's count ``bin_correct`` of ``bin_n`` samples, and all n rewards
+  (``rewards``, space-separated), enough to recompute every number here offline;
 * ``bins.csv``: pass@k and max@k with intervals per method, bin and k;
 * ``unsolved.csv``: per method, the fraction of the base-unsolved problems it
   solves (at least one correct of n at its final evaluation) with an interval, and
@@ -444,7 +444,10 @@ def paired_rows(
 # (0.9, 1) open), exactly 1.
 REWARD_BINS = (
   ("0", 0.0, 0.0),
-  *((f"({i / 10:g},{(i + 1) / 10:g}]" if i < 9 else "(0.9,1)", i / 10, (i + 1) / 10) for i in range(10)),
+  *(
+    (f"({i / 10:g},{(i + 1) / 10:g}]" if i < 9 else "(0.9,1)", i / 10, (i + 1) / 10)
+    for i in range(10)
+  ),
   ("1", 1.0, 1.0),
 )
 

@@ -189,6 +189,7 @@ class Run:
   prompts: tuple[str, ...]
   keys: tuple[str, ...]
   seconds: float  # The launcher's wall time for the run; NaN if not recorded.
+  bin_n: int = 0  # Samples per problem of the binning evaluation; 0: the evaluations' n.
 
 
 def _read_json(path: str) -> Any:
@@ -311,8 +312,17 @@ def run_from_prompt_rows(
         rewards_Pxn=np.stack([_rewards(r, n, at(i)) for i, r in mine]),
       )
     )
+  # prompts.csv files written before eval.bin_n existed have no bin_n column: their
+  # binning evaluation drew n samples.
+  bin_text = base_rows[0].get("bin_n") or str(n)
+  try:
+    bin_n = int(bin_text)
+  except ValueError:
+    bin_n = 0
+  if bin_n < 1 or any((r.get("bin_n") or str(n)) != bin_text for r in base_rows):
+    raise StudyError(f"{where}: prompts.csv's bin_n={bin_text!r} is not one integer >= 1.")
   bin_correct = [
-    _count(r, "bin_correct", n, f"{where}, prompts.csv line {i}") for i, r in by_run["base"]
+    _count(r, "bin_correct", bin_n, f"{where}, prompts.csv line {i}") for i, r in by_run["base"]
   ]
   return Run(
     folder=folder,
@@ -323,6 +333,7 @@ def run_from_prompt_rows(
     prompts=tuple(r["prompt"] for r in base_rows),
     keys=tuple(r["problem_key"] for r in base_rows),
     seconds=seconds,
+    bin_n=bin_n,
   )
 
 
@@ -545,7 +556,12 @@ def _per_seed_tables(runs: Sequence[Run]) -> dict[str, list[dict[str, Any]]]:
   tables: dict[str, list[dict[str, Any]]] = {name: [] for name in reporting.FILES}
   for run in runs:
     mine = reporting.report_tables(
-      run.evals, run.bin_correct, seed=run.seed, prompts=run.prompts, keys=run.keys
+      run.evals,
+      run.bin_correct,
+      seed=run.seed,
+      prompts=run.prompts,
+      keys=run.keys,
+      bin_n=run.bin_n or None,
     )
     written = _read_csv(os.path.join(run.folder, "results.csv"), RESULT_COLUMNS)
     check_results(written, mine["results.csv"], run.folder)

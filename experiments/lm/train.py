@@ -256,7 +256,9 @@ class Experiment:
       f"{os.path.join(self.workdir, 'checkpoints')} and the log (or use a new --workdir)."
     )
 
-  def evaluate(self, params, step: int, stream: int = _EVAL_STREAM, n: int | None = None):
+  def evaluate(
+    self, params, step: int, stream: int = _EVAL_STREAM, n: int | None = None, curves: bool = True
+  ):
     """``(metrics, rewards)`` of ``evaluation.evaluate`` with the sampling key of
     (``stream``, ``step``) and ``n`` samples per problem (default ``eval.n``)."""
     c = self.config.eval
@@ -272,6 +274,7 @@ class Experiment:
       temperature=c.temperature,
       top_p=c.top_p,
       chunk_prompts=c.chunk_prompts,
+      curves=curves,
     )
 
   # --------------------------------------------------------------------- stages
@@ -342,7 +345,7 @@ class Experiment:
   def run_base_eval(self, params) -> None:
     metrics, rewards = self.evaluate(params, 0)
     bin_n = self.config.eval.bin_n or self.config.eval.n
-    _, bin_rewards = self.evaluate(params, 0, _BIN_STREAM, bin_n)
+    _, bin_rewards = self.evaluate(params, 0, _BIN_STREAM, bin_n, curves=False)
     self.log.append(
       {
         "stage": "base",
@@ -525,9 +528,8 @@ class Experiment:
       keys=[self.task.key_text(int(k)) for k in self.eval_set.keys],
       bin_n=self.config.eval.bin_n or self.config.eval.n,
     )
-    outputs.write_results_csv(
-      self.workdir, reporting.reward_histogram_rows(evals, self.config.seed), filename=REWARD_HIST_FILE
-    )
+    histogram = reporting.reward_histogram_rows(evals, self.config.seed)
+    outputs.write_results_csv(self.workdir, histogram, filename=REWARD_HIST_FILE)
     outputs.write_results_csv(
       self.workdir, dynamics.step_rows(self.log.read()), filename=STEPS_FILE
     )

@@ -444,7 +444,7 @@ def _truncate(path):
     ),
     (
       lambda d: _truncate(os.path.join(d, "program_seed0", "prompts.csv")),
-      r"program_seed0/prompts.csv, line 11: \d of 15 fields",
+      r"program_seed0/prompts.csv, line 11: \d of 16 fields",
     ),
     (
       lambda d: _replace_in(os.path.join(d, "countdown_seed2", "config.json"), "}", ""),
