@@ -460,9 +460,11 @@ def reward_histogram_rows(evals: Sequence[Evaluation], seed: int) -> list[dict[s
   """
   rows = []
   for ev in evals:
-    r = np.asarray(ev.rewards_Pxn, np.float64).ravel()
+    # Compared in float32, the rewards' type: a reward of 0.1 falls in (0, 0.1].
+    r = np.asarray(ev.rewards_Pxn, np.float32).ravel()
     total = max(r.size, 1)
-    for name, lo, hi in REWARD_BINS:
+    for name, lo_edge, hi_edge in REWARD_BINS:
+      lo, hi = np.float32(lo_edge), np.float32(hi_edge)
       if lo == hi:
         count = int(np.sum(r == lo))
       elif hi == 1.0:
@@ -474,8 +476,8 @@ def reward_histogram_rows(evals: Sequence[Evaluation], seed: int) -> list[dict[s
           **_identity(ev, seed),
           "rl_run": ev.run,
           "bin": name,
-          "bin_lo": lo,
-          "bin_hi": hi,
+          "bin_lo": lo_edge,
+          "bin_hi": hi_edge,
           "count": count,
           "fraction": count / total,
         }

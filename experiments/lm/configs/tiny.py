@@ -89,8 +89,11 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
     c.rl.n = 4
     c.rl.kl_coef = 0.05
     c.rl.reward = "continuous"  # Untrained: non-zero advantages all the same.
+    c.sft.eval_every = 3  # The warm-start curve at SFT steps 3 and 6.
+    c.sft.eval_n = 4
     c.eval.num_prompts = 8  # 32 rows, as in training: one sampler compilation.
     c.eval.n = 4
+    c.eval.bin_n = 8  # Binning with more samples than the evaluations, as the study.
     c.eval.every = 2
     c.checkpoint_every = 2
   elif variant:

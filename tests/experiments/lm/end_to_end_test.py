@@ -103,6 +103,8 @@ _OUTPUTS = (
   "paired.csv",
   "pass_at_k.png",
   "bins.png",
+  "steps.csv",
+  "reward_hist.csv",
 )
 
 
@@ -165,6 +167,29 @@ def test_outputs(reference_run):
   # Per-prompt data at the final evaluations only; no cumulative solve rate any more.
   assert [r["step"] for r in rl if "eval_rewards" in r] == [4, 4]
   assert not any("cumulative" in name for r in records for name in r)
+  # The binning evaluation draws eval.bin_n samples per problem.
+  assert {p["bin_n"] for p in prompts} == {str(config["eval"]["bin_n"])} == {"8"}
+  assert all(0 <= int(p["bin_correct"]) <= 8 for p in prompts)
+  # steps.csv: the warm-start curve at SFT steps 3 and 6, every RL step, and the
+  # distinct training problems solved so far, as the records' keys say.
+  steps = _csv(workdir, "steps.csv")
+  warm = [(int(r["step"]), r["warm_n"]) for r in steps if r["stage"] == "sft" and r["warm_n"]]
+  assert warm == [(3, "4"), (6, "4")]
+  assert all(0 <= float(r["warm_pass_at_1"]) <= 1 for r in steps if r["warm_n"])
+  for run in ("max_at_k_k2-3-1", "grpo"):
+    mine = [r for r in steps if r["run"] == run]
+    assert [int(r["step"]) for r in mine] == [1, 2, 3, 4]
+    seen = set()
+    for row, record in zip(mine, [r for r in rl if r["run"] == run]):
+      seen |= set(record["train_solved_keys"])
+      assert int(row["solved_cumulative"]) == len(seen)
+      assert float(row["grad_clipped"]) == float(record["grad_norm_max"] > 1.0)
+      assert row["kl_to_warm_start"] and row["clip_frac"] and row["ess_frac"]
+  # reward_hist.csv: every final evaluation's samples, each in one bin.
+  histogram = _csv(workdir, "reward_hist.csv")
+  for run in ("base", "max_at_k_k2-3-1", "grpo"):
+    counts = [int(r["count"]) for r in histogram if r["rl_run"] == run]
+    assert len(counts) == 12 and sum(counts) == num_prompts * n_eval
 
 
 def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp_path):

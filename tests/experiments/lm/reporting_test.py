@@ -206,3 +206,17 @@ def test_write_reports_and_figures(tmp_path):
       header = f.read(24)
     width = int.from_bytes(header[16:20], "big")
     assert header[:8] == b"\x89PNG\r\n\x1a\n" and width >= 1000, (name, width)
+
+
+def test_reward_histogram_counts_every_sample_once():
+  rewards = np.array([[0.0, 0.1, 0.1000001, 0.95], [1.0, 0.999999, 0.5, 0.0]], np.float32)
+  ev = reporting.Evaluation("r", "rl", "m", "4", np.array([0, 1]), rewards)
+  rows = reporting.reward_histogram_rows([ev], seed=0)
+  counts = {r["bin"]: r["count"] for r in rows}
+  flat = rewards.ravel().astype(np.float64)
+  assert counts["0"] == np.sum(flat == 0) == 2 and counts["1"] == 1
+  assert counts["(0,0.1]"] == np.sum((flat > 0) & (flat <= np.float32(0.1))) == 1
+  assert counts["(0.1,0.2]"] == 1 and counts["(0.4,0.5]"] == 1
+  assert counts["(0.9,1)"] == 2  # 0.95 and 0.999999.
+  assert sum(counts.values()) == rewards.size
+  assert sum(r["fraction"] for r in rows) == 1.0

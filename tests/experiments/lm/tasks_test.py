@@ -72,12 +72,15 @@ def test_countdown_never_poses_a_target_among_its_numbers(kwargs):
     assert task.score(prompt, str(target)) == tasks.Score(0.0, 0.0)
 
 
-def test_harder_countdown_has_a_large_problem_universe():
-  task = tasks.Countdown(num_numbers=4, max_number=25, min_used=2, target_digits=3)
+def test_the_default_countdown_has_a_large_problem_universe():
+  task = tasks.Countdown()
+  assert task == tasks.Countdown(num_numbers=4, max_number=25, min_used=2, target_digits=3)
   assert (task.prompt_len, task.completion_len) == (16, 21)
   keys = task.problem_keys(task.sample_problems(np.random.default_rng(0), 150_000))
-  # Distinct keys among the draws: a lower bound on the universe (the default has ~2,000).
+  # Distinct keys among the draws: a lower bound on the universe (3 in 1..9: ~2,000).
   assert np.unique(keys).size >= 10**5
+  small = COUNTDOWN.problem_keys(COUNTDOWN.sample_problems(np.random.default_rng(0), 150_000))
+  assert np.unique(small).size < 2500
 
 
 def test_countdown_two_digit_numbers_and_repeats():
@@ -290,8 +293,8 @@ def test_program_rejects_bad_arguments(kwargs, field):
 # ---------------------------------------------------------------------- all the tasks
 
 TASK_CASES = [
-  ("countdown", {}),
-  ("countdown", {"num_numbers": 4, "max_number": 25, "min_used": 3}),
+  ("countdown", {"num_numbers": 3, "max_number": 9}),  # A small universe.
+  ("countdown", {"min_used": 3}),  # The defaults: 4 numbers in 1..25.
   ("addition", {"num_digits": 1}),
   ("addition", {"num_digits": 5}),
   ("program", {}),

@@ -1,6 +1,8 @@
 """Tests of experiments.lm.validation: every bad config value is named, good configs pass."""
 
+import json
 import math
+import os
 
 import pytest
 
@@ -8,7 +10,9 @@ from experiments.lm import validation
 from experiments.lm.configs import default
 from experiments.lm.configs import paper
 from experiments.lm.configs import study
+from experiments.lm.configs import study_off_policy
 from experiments.lm.configs import tiny
+from tests import REPO_ROOT
 
 
 def _config(**overrides):
@@ -32,6 +36,7 @@ def _config(**overrides):
     paper.get_config(),
     study.get_config("countdown"),
     study.get_config("program"),
+    study_off_policy.get_config(),
   ],
 )
 def test_shipped_configs_are_valid(config):
@@ -166,11 +171,32 @@ def test_runs_may_name_their_off_policy_method():
 
 
 def test_study_configs():
-  runs = study.get_config("countdown").rl.runs.split(",")
-  for method in ("grpo", "rloo", "max_at_k@1", "max_at_k@4", "max_at_k@8", "max_at_k@8:60:1"):
-    assert method in runs
-  assert {"max_at_k@4/first_order", "max_at_k@4/ppo_clip"} <= set(runs)
+  """The 8-seed study: base, GRPO and max@k at 1, 4, 8 and 8 -> 1 (no RLOO: n x max@1);
+  its sweep runs every task with every declared seed; the off-policy study apart."""
+  for task in ("countdown", "program"):
+    c = study.get_config(task)
+    assert c.rl.runs.split(",") == [
+      "grpo",
+      "max_at_k@1",
+      "max_at_k@4",
+      "max_at_k@8",
+      "max_at_k@8:60:1",
+    ]
+    assert c.eval.n >= 128 and c.eval.bin_n >= 1024 and c.rl.inner_epochs == 2
+  assert study.get_config("countdown").task.kwargs.to_dict() == {
+    "num_numbers": 4,
+    "max_number": 25,
+    "min_used": 2,
+    "target_digits": 3,
+  }
   program = study.get_config("program")
   assert program.task.name == "program" and program.rl.reward == "continuous"
+  with open(os.path.join(REPO_ROOT, "launch", "sweeps", "lm_study.json")) as f:
+    grid = json.load(f)["grid"]
+  assert grid["config.seed"] == list(study.SEEDS) and len(study.SEEDS) >= 8
+  assert grid["config"] == [f"experiments/lm/configs/study.py:{t}" for t in study.TASKS]
+  off = study_off_policy.get_config()
+  assert off.rl.runs.split(",") == ["max_at_k@4", "max_at_k@4/first_order", "max_at_k@4/ppo_clip"]
+  assert off.rl.inner_epochs == 4
   with pytest.raises(ValueError, match="Unknown study task 'chess'"):
     study.get_config("chess")
