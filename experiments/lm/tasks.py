@@ -41,10 +41,10 @@ Tasks:
     and so is the skill).
   * ``program``: tiny program synthesis. Given a few ``x -> f(x)`` examples, write
     an expression in ``x`` that computes the hidden function f; it is run on
-    hidden test inputs. ``continuous``: the coefficient of determination of the
+    hidden test inputs. ``continuous``: the coefficient of determination R^2 of the
     completion's outputs for f's over the hidden inputs, clipped at 0 (every
-    constant scores 0). Key: the hidden function (shown with other inputs, it is
-    the same problem).
+    constant scores 0), times their mean closeness 1 / (1 + |error|). Key: the
+    hidden function (shown with other inputs, it is the same problem).
 """
 
 from __future__ import annotations
@@ -529,22 +529,29 @@ class Program:
   test input: each x in the set H of inputs in [0, max_input] that the prompt does
   not show (at least ``degree + 1`` of them, so that among polynomials of degree
   <= ``degree`` only f passes them all). ``binary`` = it equals f on all of H.
-  ``continuous`` = the coefficient of determination of its outputs g, clipped at 0:
+  ``continuous`` grades its outputs g by their shape and by their closeness:
 
-    max(0, 1 - SSE / SST),  SSE = sum_{x in H} (g(x) - f(x))^2,
-                            SST = sum_{x in H} (f(x) - mean_H f)^2,
+    max(0, R^2) * mean_{x in H} 1 / (1 + |g(x) - f(x)|),
+    R^2 = 1 - SSE / SST,  SSE = sum_{x in H} (g(x) - f(x))^2,
+                          SST = sum_{x in H} (f(x) - mean_H f)^2,
 
   computed exactly (rationals, then one rounding to float, capped at 1 - 2^-24,
   the largest float32 below 1, so that a wrong completion stays below 1 in
-  ``score_batch``'s float32 arrays even when SST is huge). SST > 0: were f equal
-  to a constant c on all of H, f - c would have at least ``degree + 1`` roots at
-  degree <= ``degree``, so f would be the constant c, and f is not constant.
-  Hence the reward is 1 exactly when SSE = 0, i.e. when ``binary`` is 1. Any
-  constant g = c scores 0, since SSE = SST + |H| (c - mean_H f)^2 >= SST: no
-  constant answer, however well chosen from the prompt, earns credit (counting
-  the hidden inputs passed would give 1/|H| to a constant equal to f at one of
-  them, a shortcut RL finds). A near miss earns much: ``3*x+21`` for ``3*x+20`` on
-  H = {0, 2, 3, 5, 6, 8, 9} scores 1 - 7/(9 * 444/7) = 3947/3996 ~ 0.988. A
+  ``score_batch``'s float32 arrays). SST > 0: were f equal to a constant c on all
+  of H, f - c would have at least ``degree + 1`` roots at degree <= ``degree``, so
+  f would be the constant c, and f is not constant. Both factors are 1 exactly
+  when g = f on H, so the reward is 1 exactly when ``binary`` is 1.
+
+  *Why both factors.* R^2 gates out answers without f's shape: any constant g = c
+  has R^2 <= 0 (SSE = SST + |H| (c - mean_H f)^2 >= SST) and scores 0, however well
+  chosen from the prompt (counting the hidden inputs passed gave 1/|H| to a constant
+  equal to f at one of them, a shortcut RL found). R^2 alone saturates: an answer
+  off by one everywhere has R^2 = 1 - |H|/SST, about 0.99 for a typical slope, so
+  it barely rewards exactness (a warm start had mean R^2 0.94 at pass@1 0.27, and
+  RL on it lost exact answers). The closeness factor, as countdown's
+  1 / (1 + distance), halves the credit of an answer off by one. Example:
+  ``3*x+21`` for ``3*x+20`` on H = {0, 2, 3, 5, 6, 8, 9}: R^2 = 1 - 7/(9 * 444/7) =
+  3947/3996, closeness 1/2, reward 3947/7992 ~ 0.494. A
   completion that does not parse scores 0. Problem key: f itself (its
   coefficients), whatever inputs are shown. The reference solution is f's
   canonical form (``"3*x+20"``, ``"9-x"``, ``"x*x-3*x+2"``).
@@ -695,13 +702,18 @@ class Program:
     except ValueError:
       return Score(0.0, 0.0)
     want = [_polynomial(coefs, x) for x in hidden]
-    sse = sum((expression(x) - y) ** 2 for x, y in zip(hidden, want))
+    errors = [expression(x) - y for x, y in zip(hidden, want)]
+    sse = sum(e * e for e in errors)
     if sse == 0:
       return Score(1.0, 1.0)
     mean = Fraction(sum(want), len(want))
     sst = sum((y - mean) ** 2 for y in want)  # > 0: see the class docstring.
-    r_squared = float(1 - sse / sst)  # One rounding of the exact value.
-    return Score(0.0, min(max(r_squared, 0.0), _BELOW_ONE))
+    r_squared = 1 - sse / sst
+    if r_squared <= 0:
+      return Score(0.0, 0.0)
+    closeness = sum(Fraction(1, 1 + abs(e)) for e in errors) / len(errors)
+    reward = float(r_squared * closeness)  # One rounding of the exact value.
+    return Score(0.0, min(reward, _BELOW_ONE))
 
 
 def _polynomial(coefs: Sequence[int], x: int) -> int:

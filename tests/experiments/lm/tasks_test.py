@@ -144,16 +144,20 @@ PROMPT = "1>023,4>032,7>041="
     ("20+x*3", 1.0, 1.0),  # Any equivalent expression.
     ("(x+7)*3-1", 1.0, 1.0),
     # Hidden x: sum 33, sum of squares 219, so sum (x - mean)^2 = 219 - 33^2/7 = 444/7
-    # and SST = 3^2 * 444/7 = 3996/7.
-    ("3*x+21", 0.0, 1 - 7 / (3996 / 7)),  # Off by one everywhere: SSE = 7.
+    # and SST = 3^2 * 444/7 = 3996/7. Reward: R^2 times the mean of 1 / (1 + |g - f|).
+    ("3*x+21", 0.0, (1 - 7 / (3996 / 7)) / 2),  # Off by one everywhere: SSE = 7.
     # g - f = 5 - x = 5, 3, 2, 0, -1, -3, -4: SSE = 64.
-    ("2*x+25", 0.0, 1 - 64 * 7 / 3996),
+    ("2*x+25", 0.0, (1 - 64 * 7 / 3996) * (1 / 6 + 1 / 4 + 1 / 3 + 1 + 1 / 2 + 1 / 4 + 1 / 5) / 7),
     ("23+0*x", 0.0, 0.0),  # A constant: right only at a shown input.
     ("26", 0.0, 0.0),  # A constant right at x = 2 (the old reward gave it 1/7).
     ("44", 0.0, 0.0),  # The constant closest to f's mean on the hidden inputs.
     # Agrees with f at x = 1 and 8 only; g - f = (x - 1)(x - 8) = 8, -6, -10, -12, -10,
     # 0, 8 on the hidden inputs: SSE = 508.
-    ("x*x-6*x+28", 0.0, 1 - 508 * 7 / 3996),
+    (
+      "x*x-6*x+28",
+      0.0,
+      (1 - 508 * 7 / 3996) * (1 / 9 + 1 / 7 + 1 / 11 + 1 / 13 + 1 / 11 + 1 + 1 / 9) / 7,
+    ),
     ("3*x+", 0.0, 0.0),
     ("?", 0.0, 0.0),
   ],
@@ -176,6 +180,12 @@ def _r_squared(g, f):
   return np.maximum(0.0, 1.0 - sse / sst)
 
 
+def _program_reward(g, f):
+  """The program task's continuous reward, float64 NumPy: R^2 clipped at 0 times the
+  mean closeness 1 / (1 + |g - f|) over the hidden inputs."""
+  return _r_squared(g, f) * np.mean(1.0 / (1.0 + np.abs(g - f)), axis=-1)
+
+
 @pytest.mark.parametrize("kwargs", [{}, {"degree": 2, "max_coef": 9, "num_examples": 4}])
 def test_program_continuous_is_one_exactly_when_correct(kwargs):
   task = tasks.Program(**kwargs)
@@ -193,7 +203,7 @@ def test_program_continuous_is_one_exactly_when_correct(kwargs):
       score = task.score(prompt, text)
       g = np.polyval(g_coefs[::-1], hidden).astype(np.float64)
       assert score.binary == float(np.array_equal(g, f))
-      assert score.continuous == pytest.approx(_r_squared(g, f), rel=1e-12, abs=0)
+      assert score.continuous == pytest.approx(_program_reward(g, f), rel=1e-12, abs=0)
       assert (score.continuous == 1.0) == (score.binary == 1.0)
       checked += 1
       correct += int(score.binary)
@@ -216,7 +226,7 @@ def test_program_no_constant_earns_credit():
     prompt = task.example(row).prompt
     hidden = np.array(task.hidden_inputs(prompt))
     f = (row[0] + row[1] * hidden).astype(np.float64)
-    scores = _r_squared(np.broadcast_to(constants[:, None], (len(constants), len(f))), f)
+    scores = _program_reward(np.broadcast_to(constants[:, None], (len(constants), len(f))), f)
     best.append(scores.max())
     old_best.append(np.max(np.sum(constants[:, None] == f, axis=1)))  # Hidden inputs hit.
     # The verifier agrees with the formula on the best constant, the one closest to the
@@ -231,12 +241,14 @@ def test_program_no_constant_earns_credit():
 
 def test_program_partial_credit_stays_below_one_in_float32():
   # f = 9999x + 1 on 0..99, shown at x = 0, 1, 2. Off by one: SSE = 97 hidden inputs, SST
-  # = 9999^2 * sum (x - mean)^2 ~ 8e12, so 1 - SSE/SST rounds to 1 in float32.
+  # = 9999^2 * sum (x - mean)^2 ~ 8e12, so R^2 alone would round to 1 in float32; the
+  # closeness factor (1/2) keeps the reward well below 1.
   task = tasks.Program(max_coef=9999, max_input=99, value_digits=6)
   prompt = "00>000001,01>010000,02>019999="
   score = task.score(prompt, "9999*x+2")
-  assert score.binary == 0.0 and 0.999 < score.continuous < 1.0
+  assert score.binary == 0.0 and 0.4999 < score.continuous < 0.5  # Closeness 1/2.
   assert np.float32(score.continuous) < 1.0
+  assert task.score(prompt, "9999*x+1") == tasks.Score(1.0, 1.0)
 
 
 def test_program_reads_the_hidden_function_and_its_tests():
