@@ -155,8 +155,7 @@ def plan(study_dir: str, dest: str, *, overwrite: bool = False) -> Plan:
       copied.append(name)
     else:
       raise ArchiveError(
-        f"{target} already holds run {name} with other contents; pass --overwrite to "
-        "replace it."
+        f"{target} already holds run {name} with other contents; pass --overwrite to replace it."
       )
   return Plan(tuple(copied), tuple(unchanged), tuple(unfinished))
 
