@@ -61,15 +61,6 @@ OPTIONAL = ("launch_status.json",)
 # The files that mark a folder as a run (experiments.lm.main's and launch.local's).
 RUN_MARKERS = ("config.json", "launch_status.json")
 
-_STUDY_DIR = flags.DEFINE_string("study_dir", "out/lm_study", "The study sweep's --out_root.")
-_DEST = flags.DEFINE_string("dest", "docs/lm_study/runs", "Where the finished runs are copied.")
-_OVERWRITE = flags.DEFINE_bool(
-  "overwrite",
-  False,
-  "Replace an archived run whose files differ from the run's. Default: such a run "
-  "stops the archive.",
-)
-
 
 class ArchiveError(ValueError):
   """A study folder whose runs cannot be archived (missing files, conflicting copies)."""
@@ -185,13 +176,30 @@ def archive(study_dir: str, dest: str, *, overwrite: bool = False) -> Plan:
   return todo
 
 
-def main(argv: Sequence[str]) -> None:
+def _define_flags() -> dict[str, flags.FlagHolder]:
+  """The binary's flags, defined only when it runs: ``study_dir`` and ``dest`` share
+  their names with other binaries' flags (experiments.lm.study_summary's), which a
+  test process imports beside this module."""
+  return {
+    "study_dir": flags.DEFINE_string("study_dir", "out/lm_study", "The study sweep's --out_root."),
+    "dest": flags.DEFINE_string("dest", "docs/lm_study/runs", "Where finished runs are copied."),
+    "overwrite": flags.DEFINE_bool(
+      "overwrite",
+      False,
+      "Replace an archived run whose files differ from the run's. Default: such a run "
+      "stops the archive.",
+    ),
+  }
+
+
+def main(argv: Sequence[str], flag_values: dict[str, flags.FlagHolder]) -> None:
   """The binary: :func:`archive`, one line per outcome; an error ends the process with
   one line and exit code 1."""
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+  dest = flag_values["dest"].value
   try:
-    done = archive(_STUDY_DIR.value, _DEST.value, overwrite=_OVERWRITE.value)
+    done = archive(flag_values["study_dir"].value, dest, overwrite=flag_values["overwrite"].value)
   except ArchiveError as e:
     raise SystemExit(f"experiments.lm.archive_runs: {e}") from None
   for name in done.copied:
@@ -202,9 +210,10 @@ def main(argv: Sequence[str]) -> None:
     print(f"not finished, skipped: {line}", file=sys.stderr)
   print(
     f"{len(done.copied)} run(s) archived, {len(done.unchanged)} unchanged, "
-    f"{len(done.unfinished)} not finished, in {_DEST.value}"
+    f"{len(done.unfinished)} not finished, in {dest}"
   )
 
 
 if __name__ == "__main__":
-  app.run(main)
+  _FLAG_VALUES = _define_flags()
+  app.run(lambda argv: main(argv, _FLAG_VALUES))

@@ -9,6 +9,11 @@
 
 Each estimator keeps its colour of :mod:`experiments.plot_style` (the base model is
 black and dashed); several runs of one estimator get shades of it.
+
+The study's figures (``study_*``, drawn by :mod:`experiments.lm.study_summary`) show
+means over seeds with intervals over seeds: pass@k / max@k curves, difficulty bins,
+paired differences, training curves against the RL step, the warm-start curve, and
+reward histograms.
 """
 
 from __future__ import annotations
@@ -469,6 +474,15 @@ def study_reward_hist_figure(rows: Sequence[dict[str, Any]], title: str) -> Figu
   ax.set_xticks(range(len(bins)), bins)
   ax.set_xlabel("continuous reward of a sample")
   ax.set_ylabel("fraction of samples (log)")
-  ax.legend(loc="upper center", ncol=min(6, len(runs)), frameon=False, fontsize="small")
   ax.set_title(title)
+  handles, labels_ = ax.get_legend_handles_labels()
+  fig.legend(
+    handles,
+    labels_,
+    loc="lower center",
+    ncol=min(6, max(1, len(labels_))),
+    frameon=False,
+    bbox_to_anchor=(0.5, -0.08),
+  )
+  fig.tight_layout()
   return fig

@@ -55,7 +55,7 @@ def _evals(rng, num_problems, shift):
         run=name,
         stage="base" if name == "base" else "rl",
         method={"base": "base", "grpo": "grpo/ppo_clip"}.get(name, "max_at_k/loo_minus_one/exact"),
-        k_opt="" if name == "base" else (name[-1] if name[-1].isdigit() else "n/a"),
+        k_opt={"base": "", "grpo": "n/a", "max_at_k_k8-60-1": "8:60:1"}.get(name, name[-1]),
         correct_P=binary.sum(-1),
         rewards_Pxn=rewards,
       )
@@ -368,7 +368,7 @@ def test_outputs_figures_and_report(out):
   )
   assert "k_opt = 8 vs k_opt = 1 |" in report  # An exploratory pair whose runs exist.
   assert "RLOO vs GRPO" not in report  # No rloo run: no row for it.
-  assert f"none of the base model's {BIN_N} samples" in " ".join(report.split())
+  assert f"none of the base model's {BIN_N} samples in its binning" in " ".join(report.split())
   for task in TASKS:
     for figure in ("warm_start", "training", "pass_at_k", "bins", "rewards", "contrasts"):
       assert f"]({figure}_{task}.png)" in report
