@@ -130,7 +130,7 @@ study's gathered ``paired.csv`` (e.g. a committed one whose run folders are gone
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 import csv
 import dataclasses
 import json
@@ -1087,7 +1087,11 @@ DYNAMICS = {
   "solved_cumulative_final": ("solved_cumulative", "last", (0.0, math.inf)),
 }
 WARM_TARGET = (0.1, 0.3)  # The warm start's held-out pass@1 the SFT steps aim for.
-_REDUCE = {"median": np.median, "mean": np.mean, "last": lambda x: x[-1]}
+_REDUCE: dict[str, Callable[[np.ndarray], Any]] = {
+  "median": np.median,
+  "mean": np.mean,
+  "last": lambda x: x[-1],
+}
 
 
 def _eval_labels(runs: Sequence[Run]) -> dict[tuple[str, str], reporting.Evaluation]:
@@ -1331,7 +1335,9 @@ def training_curves(
 # ---------------------------------------------------------------------- figures
 
 
-def _present_pairs(paired_summary: Sequence[dict[str, Any]], task: str) -> list[tuple[str, ...]]:
+def _present_pairs(
+  paired_summary: Sequence[dict[str, Any]], task: str
+) -> list[tuple[str, str, str]]:
   """The pairs of :data:`FIGURE_PAIRS` whose runs ``task`` ran."""
   have = {(r["a_run"], r["b_run"]) for r in paired_summary if r["task"] == task}
   return [p for p in FIGURE_PAIRS if (p[0], p[1]) in have]
