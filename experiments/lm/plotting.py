@@ -9,6 +9,11 @@
 
 Each estimator keeps its colour of :mod:`experiments.plot_style` (the base model is
 black and dashed); several runs of one estimator get shades of it.
+
+The study's figures (``study_*``, drawn by :mod:`experiments.lm.study_summary`) show
+means over seeds with intervals over seeds: pass@k / max@k curves, difficulty bins,
+paired differences, training curves against the RL step, the warm-start curve, and
+reward histograms.
 """
 
 from __future__ import annotations
@@ -214,10 +219,18 @@ def _study_label_color(run: str) -> tuple[str, str]:
 
 def study_pass_at_k_figure(rows: Sequence[dict[str, Any]], title: str) -> Figure:
   """Summary rows of one task over all problems (``rl_run``, ``k_eval``, metric and
-  ``_lo``/``_hi``): pass@k (top) and max@k (bottom) against k, one panel per
-  question of :data:`STUDY_PANELS`."""
-  fig, axes = plot_style.figure(2, len(STUDY_PANELS), figsize=(14.0, 7.6), sharey="row")
-  for j, (panel, runs) in enumerate(STUDY_PANELS):
+  ``_lo``/``_hi``): pass@k (top) and max@k (bottom) against k, one column per
+  question of :data:`STUDY_PANELS` that holds at least two runs besides base (a panel
+  with one would repeat another's curve), every k from 1 to n on a log axis."""
+  present = {r["rl_run"] for r in rows}
+  panels = [
+    (panel, runs)
+    for panel, runs in STUDY_PANELS
+    if sum(name in present for name, *_ in runs if name != "base") >= 2
+  ] or list(STUDY_PANELS[:1])
+  n = max(int(r["k_eval"]) for r in rows)
+  fig, axes = plot_style.figure(2, len(panels), figsize=(4.8 * len(panels), 7.6), sharey="row")
+  for j, (panel, runs) in enumerate(panels):
     for i, metric in enumerate(("pass_at_k", "max_at_k")):
       ax = axes[i, j]
       for name, lab, color, linestyle in runs:
@@ -231,6 +244,7 @@ def study_pass_at_k_figure(rows: Sequence[dict[str, Any]], title: str) -> Figure
         ax.plot(ks, mean, color=color, linestyle=linestyle, label=lab)
         ax.fill_between(ks, lo, hi, color=color, alpha=0.12, linewidth=0)
       ax.set_xscale("log", base=2)
+      ax.set_xlim(1, n)
       ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda k, _: f"{k:g}"))
       ax.set_xlabel("k (evaluation)")
       if i == 0:
@@ -373,6 +387,102 @@ def study_contrasts_figure(
   fig.suptitle(title)
   fig.legend(
     handles=handles, loc="lower center", ncol=2, frameon=False, bbox_to_anchor=(0.5, -0.06)
+  )
+  fig.tight_layout()
+  return fig
+
+
+# (steps.csv column, axis label) of the training figure's panels.
+TRAINING_PANELS = (
+  ("reward", "mean training reward"),
+  ("entropy", "token entropy (nats)"),
+  ("kl_to_warm_start", "KL(policy || warm start) (nats)"),
+  ("clip_frac", "clip fraction (last inner epoch)"),
+)
+
+
+def study_training_figure(
+  curves: dict[str, dict[str, tuple[np.ndarray, ...]]], title: str
+) -> Figure:
+  """One task's training curves against the RL step, a panel per column of
+  :data:`TRAINING_PANELS`: per RL run the mean over seeds and a shaded band
+  (``curves``: rl_run -> column -> (step, mean, lo, hi), e.g. the pointwise t-interval
+  over seeds; a NaN band is not drawn)."""
+  fig, axes = plot_style.figure(2, 2, figsize=(12.0, 7.6))
+  for ax, (column, name) in zip(axes.ravel(), TRAINING_PANELS):
+    for run, by_column in curves.items():
+      lab, color = _study_label_color(run)
+      step, mean, lo, hi = by_column[column]
+      ax.plot(step, mean, color=color, label=lab, linewidth=1.4)
+      ax.fill_between(step, lo, hi, color=color, alpha=0.12, linewidth=0)
+    ax.set_xlabel("RL step")
+    ax.set_ylabel(name)
+  handles, labels_ = axes[0, 0].get_legend_handles_labels()
+  fig.suptitle(title)
+  fig.legend(
+    handles,
+    labels_,
+    loc="lower center",
+    ncol=min(6, max(1, len(labels_))),
+    frameon=False,
+    bbox_to_anchor=(0.5, -0.05),
+  )
+  fig.tight_layout()
+  return fig
+
+
+def study_warm_start_figure(
+  warm: dict[int, np.ndarray], target: tuple[float, float], title: str
+) -> Figure:
+  """The warm-start curve of one task: held-out pass@1 against the SFT step, one thin
+  line per seed (``warm``: seed -> ``[E, 2]`` rows (step, pass@1)) and their mean at
+  the steps every seed evaluated (bold), with the ``target`` range shaded."""
+  fig, axes = plot_style.figure(1, 1)
+  ax = axes[0, 0]
+  ax.axhspan(*target, color="#2ca02c", alpha=0.12, linewidth=0, label=f"target {list(target)}")
+  for _, curve in sorted(warm.items()):
+    ax.plot(curve[:, 0], curve[:, 1], color="0.6", linewidth=0.9, marker=".")
+  ax.plot([], [], color="0.6", linewidth=0.9, marker=".", label=f"each seed ({len(warm)})")
+  common = sorted(set.intersection(*(set(c[:, 0].tolist()) for c in warm.values()))) if warm else []
+  if common:
+    mean = [np.mean([c[c[:, 0] == s, 1][0] for c in warm.values()]) for s in common]
+    ax.plot(common, mean, color="black", linewidth=2.2, label="mean over seeds")
+  ax.set_xlabel("SFT step")
+  ax.set_ylabel("held-out pass@1 (sampled)")
+  ax.set_ylim(bottom=0)
+  ax.legend(loc="upper left", frameon=False)
+  ax.set_title(title)
+  return fig
+
+
+def study_reward_hist_figure(rows: Sequence[dict[str, Any]], title: str) -> Figure:
+  """Reward histograms of one task's final evaluations: per reward bin (x) one bar
+  per evaluation, the fraction of its samples (summed over seeds; ``rows``: the
+  study's reward_hist rows of one task), on a log axis so that small bins show."""
+  runs = list(dict.fromkeys(r["rl_run"] for r in rows))
+  bins = list(dict.fromkeys(r["bin"] for r in rows))
+  index = {(r["rl_run"], r["bin"]): float(r["fraction"]) for r in rows}
+  fig, axes = plot_style.figure(1, 1, figsize=(13.0, 4.8))
+  ax = axes[0, 0]
+  width = 0.84 / max(1, len(runs))
+  for i, run in enumerate(runs):
+    lab, color = _study_label_color(run)
+    x = np.arange(len(bins)) - 0.42 + width * (i + 0.5)
+    y = [index.get((run, b), np.nan) for b in bins]
+    ax.bar(x, y, width=width, color=color, label=lab)
+  ax.set_yscale("log")
+  ax.set_xticks(range(len(bins)), bins)
+  ax.set_xlabel("continuous reward of a sample")
+  ax.set_ylabel("fraction of samples (log)")
+  ax.set_title(title)
+  handles, labels_ = ax.get_legend_handles_labels()
+  fig.legend(
+    handles,
+    labels_,
+    loc="lower center",
+    ncol=min(6, max(1, len(labels_))),
+    frameon=False,
+    bbox_to_anchor=(0.5, -0.08),
   )
   fig.tight_layout()
   return fig

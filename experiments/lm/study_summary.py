@@ -1,25 +1,31 @@
 r"""The LM study across seeds: one table set, intervals over seeds, verdicts, figures.
 
-Usage (after ``launch.local`` ran the study sweep into ``out/lm_study``)::
+Usage, on the launcher's folder or on the committed copies of its runs
+(``experiments.lm.archive_runs``)::
 
-  python -m experiments.lm.study_summary --study_dir=out/lm_study --out_dir=docs/lm_study
+  python -m experiments.lm.study_summary --study_dir=out/lm_study --out_dir=out/lm_study/summary
+  python -m experiments.lm.study_summary --study_dir=docs/lm_study/runs --out_dir=docs/lm_study
 
 Each run folder of ``--study_dir`` (one task and one seed of
-``experiments/lm/configs/study.py``) holds its per-prompt file ``prompts.csv``.
-Every number written here is recomputed from those per-prompt counts and rewards by
-:mod:`experiments.lm.reporting`, and checked against the run's own ``results.csv``
-(a folder whose files disagree, e.g. written by other code, stops the summary).
+``experiments/lm/configs/study.py``) holds its per-prompt file ``prompts.csv``, its
+training curves ``steps.csv`` and its ``split.json``; nothing else is needed (no
+``metrics.jsonl``, no checkpoints). Every evaluation number written here is
+recomputed from the per-prompt counts and rewards by :mod:`experiments.lm.reporting`
+and checked against the run's own ``results.csv`` and ``reward_hist.csv`` (a folder
+whose files disagree, e.g. written by other code, stops the summary).
 
 The summary covers the whole study or stops (one line naming the file or run, exit
-code 1, nothing written): every task of ``configs/study.py`` with the same seeds,
-at least 2 of them, each run finished (``prompts.csv`` and ``results.csv``, and
-status ``ok`` where ``launch.local`` recorded one); every run that launch.local's
-``runs.json`` lists; no run of a task outside the study, no folder with a run's
-files but no ``config.json``; and every file readable and well formed
-(``metrics.jsonl`` lines pass their checksums, see experiments/lm/checkpointing.py).
+code 1, nothing written). The study is its design, ``TASKS`` x ``SEEDS`` of
+``configs/study.py``, and it is complete when every one of these runs is present and
+finished (``prompts.csv`` and ``results.csv``, and status ``ok`` where
+``launch.local`` recorded one); also every run that launch.local's ``runs.json``
+lists; no run of a task or seed outside the design, no folder with a run's files but
+no ``config.json``; and every file readable and well formed (``steps.csv``: numbers
+where numbers belong, every RL row complete, no repeated step, the RL runs of its
+``prompts.csv``, the same number of RL steps in every seed of a task).
 ``--allow_incomplete`` summarises the finished runs of an incomplete study instead;
-its README then names every missing run before anything else. The title counts the
-tasks and seeds summarised.
+its README then names every missing run before anything else. The title names the
+method families and counts the tasks and seeds summarised.
 
 Two kinds of interval, because the seeds of the study differ in everything: each
 seed draws its own evaluation problems, warm start, training problems and samples.
@@ -30,34 +36,35 @@ seed draws its own evaluation problems, warm start, training problems and sample
   randomness of training.
 * **Across seeds**: the mean of the per-seed estimates with a 95% interval over the
   S seeds (S − 1 degrees of freedom), which covers the whole pipeline, training
-  included. For a method's pass@k or max@k (``summary.csv``) it is the Student-t
-  interval (``maxk.mean_with_interval(..., distribution="t")``). For a difference
-  between two methods (``contrasts.csv``, ``paired_summary.csv``,
-  ``unsolved_summary.csv``; paired on the same problems and sampling keys within
-  each seed) it is the *floored* Student-t interval of
+  included. For a difference between two methods paired within seeds with a
+  within-seed standard error (``contrasts.csv``, ``paired_summary.csv``,
+  ``unsolved_summary.csv``) it is the *floored* Student-t interval of
   :func:`experiments.lm.contrasts.floored_interval`: the between-seed variance is
   floored at the within-seed one (the mean of the seeds' squared standard errors
   over problems), since with 3-8 seeds the sample variance of a few differences that
-  happen to agree can be far below the evaluation noise it must include. Intervals of
-  quantities in [0, 1] are intersected with [0, 1] (differences with [-1, 1]).
+  happen to agree can be far below the evaluation noise it must include. Everything
+  else (a method's pass@k or max@k in ``summary.csv``; the training quantities of
+  ``dynamics.csv`` and ``solved_training.csv``, which have no within-seed standard
+  error) gets the plain Student-t interval. Intervals of quantities in [0, 1] are
+  intersected with [0, 1] (differences with [-1, 1]; counts with [0, inf)).
 
 Verdicts. The comparisons ``CONTRASTS`` of ``experiments/lm/configs/study.py`` are
 declared in advance and applied to every task; the family of Holm's correction is
 all of them over all tasks (the conservative choice, and what a reviewer counts). A
 declared contrast is ``significant`` when its Holm-adjusted p-value is below 0.05
-and ``not significant`` otherwise. Every other difference is exploratory: its verdict
-is ``exploratory, excludes 0`` or ``exploratory, includes 0`` (its floored interval;
+and ``not significant`` otherwise. Every other number is exploratory; a difference's
+verdict is ``exploratory, excludes 0`` or ``exploratory, includes 0`` (its interval;
 ``exploratory, no interval`` with one seed), with no correction for the ~45
 comparisons per task and no claim about error rates.
 
-Outputs in ``--out_dir``:
+Outputs in ``--out_dir`` (no gathered ``prompts.csv``: the run folders hold theirs,
+and at 1024 binning samples it would be large):
 
-* ``results.csv``, ``prompts.csv``, ``bins.csv``, ``unsolved.csv``, ``paired.csv``:
-  every run's table, recomputed, with a ``task`` column (the per-prompt file holds
-  every sample's reward, so all of it can be recomputed offline);
+* ``results.csv``, ``bins.csv``, ``unsolved.csv``, ``paired.csv``: every run's
+  table, recomputed, with a ``task`` column;
 * ``summary.csv``: per task, method, scope (``all`` problems or one base-difficulty
-  bin) and k, the per-seed pass@k and max@k (``*_seeds``, space-separated, in seed
-  order) and their mean with the across-seeds interval;
+  bin) and k = 1..n, the per-seed pass@k and max@k (``*_seeds``, space-separated, in
+  seed order) and their mean with the t-interval over seeds;
 * ``contrasts.csv``: per task and declared contrast, a row with the question, the
   runs a and b, ``measure`` (pass or max) and ``k`` (resolved), the per-seed
   differences and standard errors (``diff_seeds``, ``se_seeds``), the mean ``diff``
@@ -68,32 +75,62 @@ Outputs in ``--out_dir``:
   differences with their intervals and standard errors, the mean with the floored
   interval and ``p_value``, and the verdict (exploratory, or a declared contrast's,
   with its ``question`` and ``p_holm``);
-* ``unsolved_summary.csv``: per task and method, the base-unsolved problems solved,
-  pooled over seeds (Wilson's interval; each seed's problems are distinct), and the
-  paired difference to the base model's fresh evaluation, across seeds with the
-  floored interval and an exploratory verdict;
-* ``off_policy.csv``: per task and run, the RL steps' mean effective sample size
-  fraction, largest normalised weight and (max@k runs) distances of the first-order
-  and PPO-clip weights from the exact ones, at the last inner epoch (from each run's
-  ``metrics.jsonl``), per seed and the mean over seeds;
+* ``unsolved_summary.csv``: per task and method, the base-unsolved problems (no
+  correct sample among the base model's ``bin_n`` binning samples, 1024 in the
+  study) solved, pooled over seeds (Wilson's interval; each seed's problems are
+  distinct), and the paired difference to the base model's fresh evaluation, across
+  seeds with the floored interval and an exploratory verdict;
+* ``dynamics.csv`` (from ``steps.csv``; exploratory): one row per task, run and
+  ``quantity``, with ``value_seeds`` (per seed), ``mean`` and the t-interval ``lo``,
+  ``hi``, and ``step_seeds`` (each seed's last step). Per RL run:
+  ``clip_frac_median`` (median over RL steps of the share of samples clipped at the
+  last inner epoch), ``grad_clipped_share`` (share of RL steps whose gradient was
+  clipped), ``grad_norm_median``, ``kl_to_warm_start_final`` and ``entropy_final``
+  (at the last RL step), ``ess_frac_mean`` (mean over RL steps of the effective
+  sample size over n) and ``solved_cumulative_final``; per task one row
+  ``rl_run = warm_start``, ``warm_pass_at_1_final``: the warm start's last held-out
+  pass@1 of the SFT curve, which the study's SFT steps aim to put in [0.1, 0.3];
+* ``crossings.csv`` (exploratory): per task, metric (``pass_at_k``, ``max_at_k``) and
+  RL run, ``crossing_k``: the smallest k in 1..n where the run's mean over seeds
+  falls below the base model's (``none`` if it never does), and
+  ``crossing_k_seeds``, the same on each seed's own curves;
+* ``solved_training.csv`` (exploratory; PKPO's measure of solving harder problems,
+  on training problems): per task and RL run, the distinct training problems with a
+  correct sample in some RL step by the last (per seed, mean, t-interval), and the
+  difference to GRPO within each seed (its runs share the training prompts; mean,
+  plain t-interval, verdict);
+* ``reward_hist.csv``: per task, evaluation and reward bin
+  (:data:`experiments.lm.reporting.REWARD_BINS`), the samples' count summed over
+  seeds, its ``fraction`` of all samples, and each seed's fraction;
 * ``splits.csv``: per run, the held-out split (``split.json``): evaluation problems,
-  distinct training problems, and ``overlap`` (0; anything else stops the summary);
-* ``pass_at_k_<task>.png``, ``bins_<task>.png``: the across-seeds means and
-  intervals; ``contrasts_<task>.png``: the key differences in pass@k and max@k, per
-  seed and across seeds (floored interval, coloured by verdict);
-* ``README.md``: the declared contrasts first, then under "Exploratory" the tables of
-  all the rest, the running times, and the verdicts.
+  distinct training problems, ``overlap`` (0; anything else stops the summary), and
+  ``near_eval_problems``, ``near_eval_share``, ``near_definition`` (held-out problems
+  with a close training problem; empty where a split.json predates them);
+* figures per task: ``pass_at_k_<task>.png`` (pass@k and max@k for k = 1..n, log x,
+  mean over seeds with the t-interval band), ``bins_<task>.png``,
+  ``contrasts_<task>.png`` (the key differences, per seed and across seeds, floored
+  interval coloured by verdict), ``training_<task>.png`` (reward, entropy, KL to the
+  warm start and clip fraction against the RL step: mean over seeds with the
+  pointwise 95% t-interval over seeds as band), ``warm_start_<task>.png`` (held-out
+  pass@1 against the SFT step, each seed and their mean, the target range shaded),
+  ``rewards_<task>.png`` (reward histograms per method, log scale);
+* ``README.md``: in this order the runs (minutes each), the declared contrasts
+  (uncorrected and Holm p), the warm start (last pass@1 per seed and how many lie in
+  [0.1, 0.3]), training dynamics, pass@k / max@k at k = 1, 4, 16, n, crossings, each
+  method at its own k_opt against base and GRPO, base-unsolved problems, PKPO's
+  training-problem measure, reward histograms, split closeness, then under
+  "Exploratory" the rest (bins, key differences).
 
 ``--from_paired=PATH`` writes only ``contrasts.csv`` into ``--out_dir``, from a
-study's gathered ``paired.csv`` (e.g. the committed one, whose run folders are gone)::
+study's gathered ``paired.csv`` (e.g. a committed one whose run folders are gone)::
 
-  python -m experiments.lm.study_summary --from_paired=docs/lm_study/paired.csv \
-    --out_dir=docs/lm_study
+  python -m experiments.lm.study_summary --from_paired=docs/lm_study_3seed/paired.csv \
+    --out_dir=/tmp/contrasts
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 import csv
 import dataclasses
 import json
@@ -109,20 +146,18 @@ import numpy as np
 
 from experiments import outputs
 from experiments import plot_style
-from experiments.lm import checkpointing
 from experiments.lm import contrasts
 from experiments.lm import plotting
 from experiments.lm import reporting
-from experiments.lm import workdir as workdir_lib
 from experiments.lm.configs import study as study_config
 import maxk
 
 CONFIDENCE = reporting.CONFIDENCE
 SCOPES = ("all", *reporting.BINS)
-# Report columns: the k of pass@k / max@k shown in the Markdown tables.
-TABLE_KS = (1, 4, 16, 32)
+# Report columns: the k of pass@k / max@k shown in the Markdown tables, besides n.
+TABLE_KS = (1, 4, 16)  # And n.
 # The pairs of the contrasts figures and the README's exploratory table of key
-# differences: (a_run, b_run, label), drawn at FIGURE_KS.
+# differences: (a_run, b_run, label), drawn at k = 1 and n where the study ran both.
 FIGURE_PAIRS = (
   ("grpo", "base", "GRPO vs base"),
   ("max_at_k_k4", "base", "k_opt = 4 vs base"),
@@ -138,9 +173,12 @@ FIGURE_PAIRS = (
   ("max_at_k_k4_first_order", "max_at_k_k4", "first-order vs exact weights (k_opt = 4)"),
   ("max_at_k_k4_ppo_clip", "max_at_k_k4", "PPO-clip vs exact weights (k_opt = 4)"),
 )
-FIGURE_KS = (1, 32)
 
-_STUDY_DIR = flags.DEFINE_string("study_dir", "out/lm_study", "The study sweep's --out_root.")
+_STUDY_DIR = flags.DEFINE_string(
+  "study_dir",
+  "out/lm_study",
+  "The study sweep's --out_root, or a folder of its archived runs (experiments.lm.archive_runs).",
+)
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/lm_study/summary", "Where the summary goes.")
 _ALLOW_INCOMPLETE = flags.DEFINE_bool(
   "allow_incomplete",
@@ -381,7 +419,16 @@ def check_results(
 
 # Files of a run folder besides config.json (experiments.lm.main's and launch.local's):
 # a folder holding one of them but no config.json is a damaged run, not another folder.
-RUN_FILES = ("metrics.jsonl", "split.json", "checkpoints", "launch_status.json", "log.txt")
+# None of them is a file this summary writes, so a summary inside the study folder
+# (the default --out_dir) is not taken for a run.
+RUN_FILES = (
+  "steps.csv",
+  "split.json",
+  "metrics.jsonl",
+  "checkpoints",
+  "launch_status.json",
+  "log.txt",
+)
 # launch.local's list of the sweep's runs in its --out_root.
 RUNS_FILE = "runs.json"
 STUDY_BINARY = "experiments.lm.main"
@@ -413,6 +460,11 @@ def _identity(folder: str) -> tuple[str, int]:
     raise StudyError(
       f"{path}: task {task!r} is not a task of the study (experiments/lm/configs/study.py: "
       f"{sorted(study_config.TASKS)})."
+    )
+  if seed not in study_config.SEEDS:
+    raise StudyError(
+      f"{path}: seed {seed} is not a seed of the study (experiments/lm/configs/study.py: "
+      f"SEEDS = {tuple(study_config.SEEDS)})."
     )
   return task, seed
 
@@ -454,31 +506,38 @@ def _listed_runs(study_dir: str) -> list[str]:
 def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
   """The runs of ``study_dir``, sorted by task and seed, and the runs it lacks.
 
-  The study's design is every task of ``experiments/lm/configs/study.py`` with every
-  seed that a run folder's ``config.json`` names; a run of it is missing when it has
-  no folder, is unfinished (no ``prompts.csv`` or ``results.csv``), or the launcher
-  recorded it as not finished (``failed``, ``running``, ``stopped``). Missing too:
-  every run that launch.local's ``runs.json`` lists without a folder, and a folder
-  with a run's files but no ``config.json``. Intervals over seeds need 2 or more.
+  ``study_dir`` is the sweep's ``--out_root`` or a folder of archived runs
+  (``experiments.lm.archive_runs``); folders whose names start with "." (an
+  interrupted archive's partial copies) are not read. The study's design is
+  ``TASKS`` x ``SEEDS`` of ``experiments/lm/configs/study.py``; a run of it is
+  missing when it has no folder, is unfinished (no ``prompts.csv`` or
+  ``results.csv``), or the launcher recorded it as not finished (``failed``,
+  ``running``, ``stopped``). Missing too: every run that launch.local's
+  ``runs.json`` lists without a folder, and a folder with a run's files but no
+  ``config.json``. Intervals over seeds need 2 or more.
 
   Args:
-    study_dir: the study sweep's ``--out_root``.
-    allow_incomplete: summarise the finished runs of an incomplete study (fewer than
-      2 seeds, or missing runs), which ``Study.missing`` then names; otherwise any
-      of these stops.
+    study_dir: the study sweep's ``--out_root``, or the archive of its runs.
+    allow_incomplete: summarise the finished runs of an incomplete study (missing
+      runs, or fewer than 2 seeds), which ``Study.missing`` then names; otherwise
+      any of these stops.
 
   Raises:
     StudyError: if the folder holds no finished run, a run is missing (see above,
-      unless ``allow_incomplete``), a run's task is not a task of the study, two
-      runs share a task and seed, the seeds of a task ran different methods, or a
-      file is unreadable or malformed (naming it).
+      unless ``allow_incomplete``), a run's task or seed is not one of the study's,
+      two runs share a task and seed, the seeds of a task ran different methods, or
+      a file is unreadable or malformed (naming it).
   """
   if not os.path.isdir(study_dir):
     raise StudyError(f"--study_dir={study_dir!r} is not a folder.")
   runs: list[Run] = []
   missing: list[str] = []
   seen: dict[tuple[str, int], str] = {}
-  names = sorted(n for n in os.listdir(study_dir) if os.path.isdir(os.path.join(study_dir, n)))
+  names = sorted(
+    n
+    for n in os.listdir(study_dir)
+    if not n.startswith(".") and os.path.isdir(os.path.join(study_dir, n))
+  )
   for name in names:
     folder = os.path.join(study_dir, name)
     if not os.path.isfile(os.path.join(folder, "config.json")):
@@ -500,9 +559,10 @@ def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
       continue
     rows = _read_csv(os.path.join(folder, "prompts.csv"), PROMPT_COLUMNS)
     runs.append(run_from_prompt_rows(rows, task=task, seed=seed, folder=folder, seconds=seconds))
-  seeds = sorted({seed for _, seed in seen})
   for task in study_config.TASKS:
-    missing += [f"{task} seed {s}: no run folder" for s in seeds if (task, s) not in seen]
+    missing += [
+      f"{task} seed {s}: no run folder" for s in study_config.SEEDS if (task, s) not in seen
+    ]
   missing += [
     f"{os.path.join(study_dir, n)}: listed in {RUNS_FILE} but absent"
     for n in _listed_runs(study_dir)
@@ -513,6 +573,7 @@ def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
       f"No finished run folders (config.json, prompts.csv, results.csv) in {study_dir}"
       + (f"; missing: {'; '.join(missing)}." if missing else ".")
     )
+  seeds = sorted({r.seed for r in runs})
   if len(seeds) < 2:
     missing.append(f"only seed {seeds[0]}: intervals over seeds need 2 or more")
   if missing and not allow_incomplete:
@@ -547,13 +608,53 @@ def across_seeds(values_S: Sequence[float], bounds: tuple[float, float]) -> tupl
   return float(iv.mean), max(bounds[0], lo), min(bounds[1], hi)
 
 
+def across_seeds_many(
+  values: Sequence[Sequence[float]], bounds: tuple[float, float]
+) -> list[tuple[float, ...]]:
+  """:func:`across_seeds` of each sequence of ``values``, one batched call per
+  number of seeds (the same numbers, far fewer dispatches)."""
+  out: list[tuple[float, ...]] = [()] * len(values)
+  by_size: dict[int, list[int]] = {}
+  for i, v in enumerate(values):
+    if len(v) < 2 or not np.all(np.isfinite(np.asarray(v, np.float64))):
+      out[i] = across_seeds(v, bounds)
+    else:
+      by_size.setdefault(len(v), []).append(i)
+  for indices in by_size.values():
+    batch = jnp.asarray(np.array([values[i] for i in indices], np.float64))
+    iv = maxk.mean_with_interval(batch, confidence=CONFIDENCE, distribution="t")
+    for i, mean, lo, hi in zip(indices, np.asarray(iv.mean), np.asarray(iv.lo), np.asarray(iv.hi)):
+      out[i] = (float(mean), max(bounds[0], float(lo)), min(bounds[1], float(hi)))
+  return out
+
+
 def _fmt_seeds(values: Iterable[float]) -> str:
   return " ".join(f"{float(v):.6g}" for v in values)
 
 
+def check_reward_hist(
+  written: Sequence[dict[str, str]], recomputed: Sequence[dict[str, Any]], where: str
+) -> None:
+  """Raises StudyError unless reward_hist.csv rows ``written`` hold the counts of
+  ``recomputed`` (:func:`reporting.reward_histogram_rows` of the per-prompt data)."""
+  old = [(r["rl_run"], r["bin"], r["count"]) for r in written]
+  new = [(r["rl_run"], r["bin"], str(r["count"])) for r in recomputed]
+  if old != new:
+    raise StudyError(
+      f"{where}: reward_hist.csv disagrees with the histogram of its prompts.csv's "
+      "rewards: the folder was written by other code; rerun it."
+    )
+
+
+# The gathered per-seed tables written to --out_dir (the runs hold their prompts.csv).
+GATHERED = ("results.csv", "bins.csv", "unsolved.csv", "paired.csv")
+
+
 def _per_seed_tables(runs: Sequence[Run]) -> dict[str, list[dict[str, Any]]]:
-  """The five report tables of every run, recomputed, with a ``task`` column."""
-  tables: dict[str, list[dict[str, Any]]] = {name: [] for name in reporting.FILES}
+  """The report tables of every run (:data:`GATHERED`, and each seed's reward
+  histogram under ``reward_hist_seeds``), recomputed, with a ``task`` column."""
+  tables: dict[str, list[dict[str, Any]]] = {name: [] for name in GATHERED}
+  tables["reward_hist_seeds"] = []
   for run in runs:
     mine = reporting.report_tables(
       run.evals,
@@ -565,8 +666,13 @@ def _per_seed_tables(runs: Sequence[Run]) -> dict[str, list[dict[str, Any]]]:
     )
     written = _read_csv(os.path.join(run.folder, "results.csv"), RESULT_COLUMNS)
     check_results(written, mine["results.csv"], run.folder)
-    for name, rows in mine.items():
-      tables[name].extend({**row, "task": run.task} for row in rows)
+    mine["reward_hist_seeds"] = reporting.reward_histogram_rows(run.evals, run.seed)
+    path = os.path.join(run.folder, "reward_hist.csv")
+    if os.path.exists(path):  # Runs written before reward_hist.csv existed have none.
+      written = _read_csv(path, ("rl_run", "bin", "count"))
+      check_reward_hist(written, mine["reward_hist_seeds"], run.folder)
+    for name in tables:
+      tables[name].extend({**row, "task": run.task} for row in mine[name])
   return tables
 
 
@@ -581,6 +687,7 @@ def summary_rows(tables: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
       key = (r["task"], r["stage"], r["method"], r["k_opt"], r["rl_run"], scope_of(r), r["k_eval"])
       groups.setdefault(key, {})[r["seed"]] = r
   out = []
+  pending: list[tuple[dict[str, Any], str, list[float]]] = []  # Rows awaiting intervals.
   order = {scope: i for i, scope in enumerate(SCOPES)}
   # By task and scope; the sort is stable, so runs and k keep their order within.
   for key in sorted(groups, key=lambda k: (k[0], order[k[5]])):
@@ -599,14 +706,17 @@ def summary_rows(tables: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
     }
     for metric in ("pass_at_k", "max_at_k"):
       values = [float(by_seed[s][metric]) for s in seeds]
-      mean, lo, hi = across_seeds(values, (0.0, 1.0))
-      row.update({metric: mean, f"{metric}_lo": lo, f"{metric}_hi": hi})
+      row.update(dict.fromkeys((metric, f"{metric}_lo", f"{metric}_hi"), math.nan))
       row[f"{metric}_seeds"] = _fmt_seeds(values)
+      pending.append((row, metric, values))
     row["num_problems_seeds"] = " ".join(
       str(by_seed[s].get("num_problems", by_seed[s].get("num_prompts"))) for s in seeds
     )
     row["rl_run"] = rl_run
     out.append(row)
+  intervals = across_seeds_many([values for _, _, values in pending], (0.0, 1.0))
+  for (row, metric, _), (mean, lo, hi) in zip(pending, intervals):
+    row.update({metric: mean, f"{metric}_lo": lo, f"{metric}_hi": hi})
   return out
 
 
@@ -803,53 +913,6 @@ def unsolved_summary_rows(unsolved: Sequence[dict[str, Any]]) -> list[dict[str, 
   return out
 
 
-# metrics.jsonl fields of the last inner epoch (rl.py) -> off_policy.csv columns.
-OFF_POLICY_FIELDS = {
-  "last_ess_frac": "ess_frac",
-  "last_max_weight": "max_weight",
-  "last_gap_first_order": "gap_first_order",
-  "last_gap_ppo_clip": "gap_ppo_clip",
-}
-
-
-def _off_policy_means(path: str) -> dict[tuple[str, str], tuple[dict[str, float], int]]:
-  """(run, method) -> (mean over RL steps of each OFF_POLICY_FIELDS field, steps).
-
-  Raises:
-    StudyError: naming the line of a line that is not a record, whose values do not
-      match its checksum (``checkpointing.decode_records``), or lacks a field.
-  """
-  try:
-    with open(path) as f:
-      lines = f.read().splitlines()
-    records = checkpointing.decode_records(lines, path)
-  except OSError as e:
-    raise StudyError(f"{path} cannot be read ({e.strerror}).") from None
-  except workdir_lib.WorkdirError as e:
-    raise StudyError(str(e)) from None
-  if len(records) != len(lines):  # A finished run's log has no torn last line.
-    raise StudyError(f"{path}, line {len(records) + 1}: not valid JSON.")
-  values: dict[tuple[str, str], list[dict[str, float]]] = {}
-  for number, record in enumerate(records, start=1):
-    if record.get("stage") == "rl" and "last_ess_frac" in record:
-      try:
-        fields = {c: float(record.get(f, "nan")) for f, c in OFF_POLICY_FIELDS.items()}
-        key = (str(record["run"]), str(record["method"]))
-      except (KeyError, TypeError, ValueError):
-        raise StudyError(
-          f"{path}, line {number}: an RL record needs run, method and numeric "
-          f"{sorted(OFF_POLICY_FIELDS)}."
-        ) from None
-      values.setdefault(key, []).append(fields)
-  return {
-    key: (
-      {c: float(np.mean([s[c] for s in steps])) for c in OFF_POLICY_FIELDS.values()},
-      len(steps),
-    )
-    for key, steps in values.items()
-  }
-
-
 def _every_or_no_run(runs: Sequence[Run], name: str) -> list[tuple[Run, str]]:
   """(run, path of its file ``name``) for every run, or none when no run has one.
 
@@ -873,11 +936,16 @@ SPLIT_FIELDS = (
   "overlap",
   "key",
 )
+# Fields of split.json files written since the near-duplicate count existed; empty
+# in splits.csv for older ones.
+NEAR_FIELDS = ("near_eval_problems", "near_eval_share", "near_definition")
 
 
 def split_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
-  """splits.csv: per run, the held-out split's sizes and ``overlap`` (split.json;
-  none when no run has one).
+  """splits.csv: per run, the held-out split's sizes, ``overlap`` and how many
+  evaluation problems have a near neighbour among the training problems
+  (``near_eval_problems``, ``near_eval_share``, ``near_definition``; empty where
+  split.json lacks them), from split.json (no rows when no run has one).
 
   Raises:
     StudyError: if only some runs have a split.json, one is malformed, or one
@@ -891,100 +959,473 @@ def split_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
       raise StudyError(f"{path} lacks one of the fields {list(SPLIT_FIELDS)}.")
     if split["overlap"] != 0:
       raise StudyError(f"{path}: {split['overlap']} training problems are evaluation problems.")
-    out.append({"task": run.task, "seed": run.seed, **{f: split[f] for f in SPLIT_FIELDS}})
+    out.append(
+      {
+        "task": run.task,
+        "seed": run.seed,
+        **{f: split[f] for f in SPLIT_FIELDS},
+        **{f: split.get(f, "") for f in NEAR_FIELDS},
+      }
+    )
   return out
 
 
-def off_policy_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
-  """off_policy.csv: per task and RL run, the mean over RL steps of the last inner
-  epoch's ESS fraction, largest normalised weight and (max@k runs) relative distance
-  of the first-order and PPO-clip weights from the exact ones, per seed and averaged
-  over seeds (none when no run has a metrics.jsonl).
+# ------------------------------------------------------------- training curves
+
+# steps.csv columns of every RL row (experiments/lm/dynamics.py).
+RL_STEP_FIELDS = (
+  "reward",
+  "entropy",
+  "kl_to_warm_start",
+  "clip_frac",
+  "ess_frac",
+  "grad_norm",
+  "grad_clipped",
+  "solved_cumulative",
+)
+STEPS_COLUMNS = ("stage", "run", "step", "warm_pass_at_1", *RL_STEP_FIELDS)
+
+
+@dataclasses.dataclass(frozen=True)
+class Steps:
+  """One run's training curves (its ``steps.csv``).
+
+  ``warm``: the warm-start curve, ``[E, 2]`` rows (SFT step, held-out pass@1) in
+  step order; ``rl``: per RL run, ``step`` and each of :data:`RL_STEP_FIELDS` as
+  float64 arrays in step order.
+  """
+
+  warm: np.ndarray
+  rl: dict[str, dict[str, np.ndarray]]
+
+  def steps(self, rl_run: str) -> int:
+    return len(self.rl[rl_run]["step"])
+
+
+def _number(text: str, path: str, line: int, column: str) -> float:
+  try:
+    return float(text)
+  except ValueError:
+    raise StudyError(f"{path}, line {line}: {column}={text!r} is not a number.") from None
+
+
+def read_steps(path: str, rl_runs: Sequence[str]) -> Steps:
+  """The training curves in ``path`` (a run's steps.csv) of a run whose RL runs are
+  ``rl_runs``.
 
   Raises:
-    StudyError: if only some runs have a metrics.jsonl, one is damaged, or the seeds
-      of a task logged different RL runs or numbers of steps.
+    StudyError: naming the file and line if a row's stage is not sft or rl, a value
+      is not a number, an RL row lacks one of :data:`RL_STEP_FIELDS`, a step repeats,
+      or the file's RL runs are not ``rl_runs``.
   """
-  per: dict[tuple[str, str, str], dict[int, tuple[dict[str, float], int]]] = {}
-  logged: dict[str, set[tuple[str, str]]] = {}
-  for run, path in _every_or_no_run(runs, "metrics.jsonl"):
-    means = _off_policy_means(path)
-    if logged.setdefault(run.task, set(means)) != set(means):
-      raise StudyError(f"{path} logs other RL runs than the other seeds of task {run.task}.")
-    for (name, method), one in means.items():
-      per.setdefault((run.task, name, method), {})[run.seed] = one
+  warm: list[tuple[float, float]] = []
+  rl: dict[str, list[dict[str, float]]] = {}
+  for line, row in enumerate(_read_csv(path, STEPS_COLUMNS), start=2):
+    stage = row["stage"]
+    if stage not in ("sft", "rl"):
+      raise StudyError(f"{path}, line {line}: stage={stage!r} is neither sft nor rl.")
+    step = _number(row["step"], path, line, "step")
+    if stage == "sft":
+      if row["warm_pass_at_1"]:
+        warm.append((step, _number(row["warm_pass_at_1"], path, line, "warm_pass_at_1")))
+      continue
+    absent = [c for c in RL_STEP_FIELDS if not row[c]]
+    if absent:
+      raise StudyError(f"{path}, line {line}: an RL row without {', '.join(absent)}.")
+    values = {c: _number(row[c], path, line, c) for c in RL_STEP_FIELDS}
+    rl.setdefault(row["run"], []).append({"step": step, **values})
+  if sorted(rl) != sorted(rl_runs):
+    raise StudyError(
+      f"{path} holds the RL runs {sorted(rl)}, its prompts.csv {sorted(rl_runs)}: the "
+      "files come from different runs."
+    )
+  curves = {}
+  for name, rows in rl.items():
+    rows.sort(key=lambda r: r["step"])
+    steps = [r["step"] for r in rows]
+    if len(set(steps)) != len(steps):
+      raise StudyError(f"{path}: run {name} repeats an RL step (a log written twice).")
+    columns = ("step", *RL_STEP_FIELDS)
+    curves[name] = {c: np.array([r[c] for r in rows], np.float64) for c in columns}
+  warm.sort()
+  if len({s for s, _ in warm}) != len(warm):
+    raise StudyError(f"{path}: the warm-start curve repeats an SFT step.")
+  return Steps(warm=np.array(warm, np.float64).reshape(-1, 2), rl=curves)
+
+
+def read_all_steps(runs: Sequence[Run]) -> dict[tuple[str, int], Steps]:
+  """(task, seed) -> the run's :class:`Steps`; empty when no run has a steps.csv.
+
+  Raises:
+    StudyError: as :func:`read_steps`; also if only some runs have a steps.csv, or
+      the seeds of a task ran an RL run for different numbers of steps.
+  """
+  out = {}
+  for run, path in _every_or_no_run(runs, "steps.csv"):
+    rl_runs = [e.run for e in run.evals if e.stage != "base"]
+    out[run.task, run.seed] = read_steps(path, rl_runs)
+  for task in tasks_of(runs):
+    mine = {seed: s for (t, seed), s in out.items() if t == task}
+    for name in next(iter(mine.values())).rl if mine else ():
+      lengths = {seed: s.steps(name) for seed, s in mine.items()}
+      if len(set(lengths.values())) > 1:
+        raise StudyError(
+          f"The seeds of task {task} ran {name} for different numbers of RL steps "
+          f"(steps.csv; by seed {lengths}): a log lacks rows."
+        )
+  return out
+
+
+# dynamics.csv quantities: name -> (steps.csv column, reduction over RL steps, bounds).
+DYNAMICS = {
+  "clip_frac_median": ("clip_frac", "median", (0.0, 1.0)),
+  "grad_clipped_share": ("grad_clipped", "mean", (0.0, 1.0)),
+  "grad_norm_median": ("grad_norm", "median", (0.0, math.inf)),
+  "kl_to_warm_start_final": ("kl_to_warm_start", "last", (-math.inf, math.inf)),
+  "entropy_final": ("entropy", "last", (0.0, math.inf)),
+  "ess_frac_mean": ("ess_frac", "mean", (0.0, 1.0)),
+  "solved_cumulative_final": ("solved_cumulative", "last", (0.0, math.inf)),
+}
+WARM_TARGET = (0.1, 0.3)  # The warm start's held-out pass@1 the SFT steps aim for.
+_REDUCE: dict[str, Callable[[np.ndarray], Any]] = {
+  "median": np.median,
+  "mean": np.mean,
+  "last": lambda x: x[-1],
+}
+
+
+def _eval_labels(runs: Sequence[Run]) -> dict[tuple[str, str], reporting.Evaluation]:
+  """(task, rl_run) -> the first seed's evaluation (its method and k_opt)."""
+  out: dict[tuple[str, str], reporting.Evaluation] = {}
+  for run in runs:
+    for ev in run.evals:
+      out.setdefault((run.task, ev.run), ev)
+  return out
+
+
+def plain_across_seeds(
+  values_S: Sequence[float], bounds: tuple[float, float] = (-math.inf, math.inf)
+) -> tuple[float, float, float]:
+  """(mean, lo, hi) in float64: the mean of per-seed values with the plain Student-t
+  interval of :func:`contrasts.plain_interval` intersected with ``bounds``; NaN bounds
+  for fewer than 2 seeds (and NaN throughout for a NaN value)."""
+  values = np.asarray(values_S, np.float64)
+  mean = float(np.mean(values)) if values.size else float("nan")
+  if values.size < 2:
+    return mean, float("nan"), float("nan")
+  iv = contrasts.plain_interval(values, confidence=CONFIDENCE)
+  return mean, max(bounds[0], float(iv.lo)), min(bounds[1], float(iv.hi))
+
+
+def _seed_row(values: Sequence[float], bounds: tuple[float, float]) -> dict[str, Any]:
+  """Per-seed values, their mean and the plain Student-t interval over seeds."""
+  mean, lo, hi = plain_across_seeds(values, bounds)
+  return {"mean": mean, "lo": lo, "hi": hi, "value_seeds": _fmt_seeds(values)}
+
+
+def dynamics_rows(runs: Sequence[Run], steps: dict[tuple[str, int], Steps]) -> list[dict[str, Any]]:
+  """dynamics.csv (module docstring): per task, the warm start's last held-out pass@1
+  (``quantity`` = ``warm_pass_at_1_final``, ``rl_run`` = ``warm_start``), then per
+  RL run each quantity of :data:`DYNAMICS`, per seed and averaged over seeds with
+  the plain t-interval over seeds (exploratory)."""
+  labels = _eval_labels(runs)
   out = []
-  for (task, name, method), by_seed in per.items():
-    seeds = sorted(by_seed)
-    steps = {by_seed[s][1] for s in seeds}
-    if len(steps) != 1:
-      raise StudyError(
-        f"The seeds of task {task} logged {sorted(steps)} RL steps of run {name} "
-        "(metrics.jsonl): a log lacks records."
+  for task in tasks_of(runs):
+    seeds = [r.seed for r in runs if r.task == task and (task, r.seed) in steps]
+    if not seeds:
+      continue
+    mine = [steps[task, s] for s in seeds]
+    common = {"task": task, "num_seeds": len(seeds), "seeds": " ".join(map(str, seeds))}
+    warm = [s.warm[-1] if len(s.warm) else (float("nan"), float("nan")) for s in mine]
+    out.append(
+      {
+        **common,
+        "rl_run": "warm_start",
+        "method": "warm start (SFT)",
+        "k_opt": "",
+        "quantity": "warm_pass_at_1_final",
+        **_seed_row([w[1] for w in warm], (0.0, 1.0)),
+        "step_seeds": " ".join(f"{w[0]:g}" for w in warm),
+      }
+    )
+    for name in mine[0].rl:
+      ev = labels[task, name]
+      for quantity, (column, how, bounds) in DYNAMICS.items():
+        values = [float(_REDUCE[how](s.rl[name][column])) for s in mine]
+        out.append(
+          {
+            **common,
+            "rl_run": name,
+            "method": ev.method,
+            "k_opt": ev.k_opt,
+            "quantity": quantity,
+            **_seed_row(values, bounds),
+            "step_seeds": " ".join(f"{s.rl[name]['step'][-1]:g}" for s in mine),
+          }
+        )
+  return out
+
+
+def _first_below(run_curve: np.ndarray, base_curve: np.ndarray) -> str:
+  """The smallest k (1-based) with run_curve[k-1] < base_curve[k-1], or ``none``."""
+  below = np.flatnonzero(np.asarray(run_curve) < np.asarray(base_curve))
+  return str(int(below[0]) + 1) if below.size else "none"
+
+
+def crossing_rows(
+  results: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+  """crossings.csv: per task, metric (pass@k, max@k) and RL run, the smallest k in
+  1..n where the run's mean over seeds falls below the base model's (``crossing_k``,
+  ``none`` if it never does), and the same per seed (``crossing_k_seeds``, from each
+  seed's own curves). Exploratory."""
+  # (task, rl_run, seed or "mean") -> rows in k order.
+  curves: dict[tuple[str, str, Any], list[dict[str, Any]]] = {}
+  for r in results:
+    curves.setdefault((r["task"], r["rl_run"], int(r["seed"])), []).append(r)
+  for r in summary:
+    if r["scope"] == "all":
+      curves.setdefault((r["task"], r["rl_run"], "mean"), []).append(r)
+  for rows in curves.values():
+    rows.sort(key=lambda r: int(r["k_eval"]))
+
+  def curve(task, run, seed, metric):
+    return np.array([float(r[metric]) for r in curves[task, run, seed]], np.float64)
+
+  out = []
+  for task, run, _ in [key for key in curves if key[2] == "mean"]:
+    if run == "base":
+      continue
+    seeds = sorted(s for t, x, s in curves if (t, x) == (task, run) and s != "mean")
+    first = curves[task, run, "mean"][0]
+    for metric in ("pass_at_k", "max_at_k"):
+      per_seed = [
+        _first_below(curve(task, run, s, metric), curve(task, "base", s, metric)) for s in seeds
+      ]
+      out.append(
+        {
+          "task": task,
+          "rl_run": run,
+          "method": first["method"],
+          "k_opt": first["k_opt"],
+          "metric": metric,
+          "n": len(curves[task, run, "mean"]),
+          "crossing_k": _first_below(
+            curve(task, run, "mean", metric), curve(task, "base", "mean", metric)
+          ),
+          "num_seeds": len(seeds),
+          "seeds": " ".join(map(str, seeds)),
+          "crossing_k_seeds": " ".join(per_seed),
+        }
       )
-    row: dict[str, Any] = {
-      "task": task,
-      "rl_run": name,
-      "method": method,
-      "num_seeds": len(seeds),
-      "steps": steps.pop(),
+  return out
+
+
+def solved_training_rows(
+  runs: Sequence[Run], steps: dict[tuple[str, int], Steps], reference: str = "grpo"
+) -> list[dict[str, Any]]:
+  """solved_training.csv: per task and RL run, the distinct training problems solved
+  (at least one correct sample) by the last RL step (``solved_cumulative``; PKPO's
+  measure of solving harder problems), per seed and averaged with the plain
+  t-interval over seeds, and its difference to ``reference`` within each seed (the
+  runs of a seed share their training prompts), averaged with the plain t-interval
+  and an exploratory verdict. No within-seed standard error exists for a count of
+  problems, so no floor applies."""
+  labels = _eval_labels(runs)
+  out = []
+  for task in tasks_of(runs):
+    seeds = [r.seed for r in runs if r.task == task and (task, r.seed) in steps]
+    if not seeds:
+      continue
+    mine = [steps[task, s] for s in seeds]
+    final = {
+      name: [float(s.rl[name]["solved_cumulative"][-1]) for s in mine] for name in mine[0].rl
     }
-    for column in OFF_POLICY_FIELDS.values():
-      values = [by_seed[s][0][column] for s in seeds]
-      row[column] = float(np.mean(values))
-      row[f"{column}_seeds"] = _fmt_seeds(values)
-    out.append(row)
+    for name, values in final.items():
+      mean, lo, hi = plain_across_seeds(values, (0.0, math.inf))
+      diff = dict.fromkeys(("diff_vs_grpo", "diff_vs_grpo_lo", "diff_vs_grpo_hi"), float("nan"))
+      diffs: list[float] = []
+      verdict = ""
+      if name != reference and reference in final:
+        diffs = [a - b for a, b in zip(values, final[reference])]
+        mean_d, lo_d, hi_d = plain_across_seeds(diffs)
+        diff = {
+          "diff_vs_grpo": mean_d,
+          "diff_vs_grpo_lo": lo_d,
+          "diff_vs_grpo_hi": hi_d,
+        }
+        verdict = contrasts.exploratory_verdict(lo_d, hi_d)
+      ev = labels[task, name]
+      out.append(
+        {
+          "task": task,
+          "rl_run": name,
+          "method": ev.method,
+          "k_opt": ev.k_opt,
+          "steps": mine[0].steps(name),
+          "num_seeds": len(seeds),
+          "seeds": " ".join(map(str, seeds)),
+          "solved_seeds": _fmt_seeds(values),
+          "solved": mean,
+          "solved_lo": lo,
+          "solved_hi": hi,
+          **diff,
+          "diff_vs_grpo_seeds": _fmt_seeds(diffs),
+          "diff_vs_grpo_verdict": verdict,
+        }
+      )
+  return out
+
+
+def reward_hist_rows(per_seed: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+  """reward_hist.csv: per task, evaluation and reward bin, the samples' counts summed
+  over seeds and their fraction of all samples (P x n per seed, summed), with each
+  seed's fraction (``fraction_seeds``)."""
+  groups: dict[tuple, list[dict[str, Any]]] = {}
+  for r in per_seed:
+    key = (r["task"], r["stage"], r["method"], r["k_opt"], r["rl_run"], r["bin"])
+    groups.setdefault(key, []).append(r)
+  totals: dict[tuple, int] = {}
+  for key, rows in groups.items():
+    totals[key[:5]] = totals.get(key[:5], 0) + sum(int(r["count"]) for r in rows)
+  out = []
+  for (task, stage, method, k_opt, rl_run, name), rows in groups.items():
+    count = sum(int(r["count"]) for r in rows)
+    total = totals[task, stage, method, k_opt, rl_run]
+    out.append(
+      {
+        "task": task,
+        "stage": stage,
+        "method": method,
+        "k_opt": k_opt,
+        "rl_run": rl_run,
+        "bin": name,
+        "bin_lo": rows[0]["bin_lo"],
+        "bin_hi": rows[0]["bin_hi"],
+        "num_seeds": len(rows),
+        "count": count,
+        "fraction": count / total if total else float("nan"),
+        "fraction_seeds": _fmt_seeds(float(r["fraction"]) for r in rows),
+      }
+    )
+  return out
+
+
+def training_curves(
+  steps: dict[tuple[str, int], Steps], task: str, columns: Sequence[str]
+) -> dict[str, dict[str, tuple[np.ndarray, ...]]]:
+  """rl_run -> column -> (step, mean over seeds, lo, hi) for ``task``: the pointwise
+  plain 95% t-interval over seeds at each RL step (NaN bounds for one seed)."""
+  mine = [s for (t, _), s in sorted(steps.items()) if t == task]
+  out: dict[str, dict[str, tuple[np.ndarray, ...]]] = {}
+  for name in mine[0].rl if mine else ():
+    step = mine[0].rl[name]["step"]
+    out[name] = {}
+    for column in columns:
+      values = np.stack([s.rl[name][column] for s in mine], axis=-1)  # [T, S]
+      mean = values.mean(axis=-1)
+      lo = hi = np.full_like(mean, np.nan)
+      if values.shape[-1] >= 2:
+        iv = contrasts.plain_interval(values, confidence=CONFIDENCE)
+        lo, hi = iv.lo, iv.hi
+      out[name][column] = (step, mean, lo, hi)
   return out
 
 
 # ---------------------------------------------------------------------- figures
 
 
-def write_figures(out_dir: str, tables: dict[str, list[dict[str, Any]]], tasks) -> list[str]:
-  """The figures of the module docstring; returns their paths."""
+def _present_pairs(
+  paired_summary: Sequence[dict[str, Any]], task: str
+) -> list[tuple[str, str, str]]:
+  """The pairs of :data:`FIGURE_PAIRS` whose runs ``task`` ran."""
+  have = {(r["a_run"], r["b_run"]) for r in paired_summary if r["task"] == task}
+  return [p for p in FIGURE_PAIRS if (p[0], p[1]) in have]
+
+
+def write_figures(
+  out_dir: str,
+  tables: dict[str, list[dict[str, Any]]],
+  tasks: Sequence[str],
+  steps: dict[tuple[str, int], Steps] | None = None,
+) -> list[str]:
+  """The figures of the module docstring; returns their paths. Without ``steps`` (no
+  run has a steps.csv) there are no training and warm-start figures."""
   paths = []
+
+  def save(fig, name):
+    paths.append(plot_style.save(fig, os.path.join(out_dir, name)))
+
   for task in tasks:
     mine = [r for r in tables["summary.csv"] if r["task"] == task]
-    fig = plotting.study_pass_at_k_figure(
-      [r for r in mine if r["scope"] == "all"],
-      f"{task}: held-out pass@k and max@k, mean over seeds with 95% t-interval over seeds",
+    n = max(int(r["k_eval"]) for r in mine)
+    save(
+      plotting.study_pass_at_k_figure(
+        [r for r in mine if r["scope"] == "all"],
+        f"{task}: held-out pass@k and max@k, k = 1..{n}, mean over seeds with 95% "
+        "t-interval over seeds",
+      ),
+      f"pass_at_k_{task}.png",
     )
-    paths.append(plot_style.save(fig, os.path.join(out_dir, f"pass_at_k_{task}.png")))
-    fig = plotting.study_bins_figure(
-      [r for r in mine if r["scope"] != "all"],
-      [r for r in tables["unsolved_summary.csv"] if r["task"] == task],
-      f"{task}: held-out problems by the base model's pass@1 (its own independent samples), "
-      "mean over seeds with 95% t-interval over seeds",
+    save(
+      plotting.study_bins_figure(
+        [r for r in mine if r["scope"] != "all"],
+        [r for r in tables["unsolved_summary.csv"] if r["task"] == task],
+        f"{task}: held-out problems by the base model's pass@1 (its own independent samples), "
+        "mean over seeds with 95% t-interval over seeds",
+      ),
+      f"bins_{task}.png",
     )
-    paths.append(plot_style.save(fig, os.path.join(out_dir, f"bins_{task}.png")))
-    fig = plotting.study_contrasts_figure(
-      tables["paired_summary.csv"],
-      FIGURE_PAIRS,
-      task,
-      FIGURE_KS,
-      f"{task}: differences between methods (a − b), paired on the same problems per seed",
+    save(
+      plotting.study_contrasts_figure(
+        tables["paired_summary.csv"],
+        _present_pairs(tables["paired_summary.csv"], task),
+        task,
+        (1, n),
+        f"{task}: differences between methods (a − b), paired on the same problems per seed",
+      ),
+      f"contrasts_{task}.png",
     )
-    paths.append(plot_style.save(fig, os.path.join(out_dir, f"contrasts_{task}.png")))
+    save(
+      plotting.study_reward_hist_figure(
+        [r for r in tables["reward_hist.csv"] if r["task"] == task],
+        f"{task}: continuous rewards of the final evaluations' samples, all seeds pooled",
+      ),
+      f"rewards_{task}.png",
+    )
+    if not steps or not any(t == task for t, _ in steps):
+      continue
+    curves = training_curves(steps, task, [c for c, _ in plotting.TRAINING_PANELS])
+    save(
+      plotting.study_training_figure(
+        curves,
+        f"{task}: training curves, mean over seeds with the pointwise 95% t-interval over seeds",
+      ),
+      f"training_{task}.png",
+    )
+    warm = {seed: s.warm for (t, seed), s in steps.items() if t == task}
+    save(
+      plotting.study_warm_start_figure(
+        warm, WARM_TARGET, f"{task}: warm start (SFT), held-out pass@1 per seed"
+      ),
+      f"warm_start_{task}.png",
+    )
   return paths
 
 
 # ----------------------------------------------------------------------- report
 
 
-def _cell(mean: float, lo: float, hi: float) -> str:
+def _cell(mean: float, lo: float, hi: float, fmt: str = ".3f") -> str:
   """``mean [lo, hi]``, or the mean alone where there is no interval."""
   mean, lo, hi = float(mean), float(lo), float(hi)
   if not math.isfinite(lo):
-    return f"{mean:.3f}"
-  return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
+    return f"{mean:{fmt}}"
+  return f"{mean:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
 
 
 def _estimate(row: dict[str, Any], metric: str) -> str:
   return _cell(row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"])
-
-
-def _num(x: float) -> str:
-  return f"{x:.3f}" if math.isfinite(x) else "–"
 
 
 def _label(r: dict[str, Any]) -> str:
@@ -994,59 +1435,66 @@ def _label(r: dict[str, Any]) -> str:
   return f"`{r['method']}`{k_opt}"
 
 
+def _run_label(r: dict[str, Any]) -> str:
+  """:func:`_label` of a row with ``rl_run``, ``method`` and ``k_opt`` (no stage)."""
+  return _label({**r, "stage": "base" if r["rl_run"] == "base" else "rl"})
+
+
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
   lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
   lines += ["| " + " | ".join(row) + " |" for row in rows]
   return lines + [""]
 
 
+def _figure(name: str, alt: str) -> list[str]:
+  return [f"![{alt}]({name})", ""]
+
+
 _REPORT_HEADER = """\
-Written by `python -m experiments.lm.study_summary` from the runs of
+Written by `python -m experiments.lm.study_summary` from the run folders of
 `python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study`
-(config `experiments/lm/configs/study.py`). Each seed draws its own held-out
-problems, warm start, training problems and samples. The module docstrings of
+(config `experiments/lm/configs/study.py`), or from their committed copies in
+`runs/` (`python -m experiments.lm.archive_runs`); each run folder holds its own
+per-problem file `prompts.csv`. Each seed draws its own held-out problems, warm
+start, training problems and samples. The module docstrings of
 `experiments/lm/study_summary.py` and `experiments/lm/contrasts.py` define every
 column and the statistics.
+
+Only the declared contrasts test anything; every other section is exploratory: no
+correction for the number of comparisons, and no claim about error rates. Cells:
+mean over seeds [95% interval over seeds: the floored Student-t interval for a
+difference paired within seeds, the plain Student-t interval otherwise].
 """
 
 _DECLARED_NOTE = """\
 The comparisons fixed before the runs (`CONTRASTS` of `configs/study.py`; a − b,
-paired on the same problems within each seed). The interval over seeds is the
-Student-t interval with the between-seed variance floored at the within-seed one
-(the mean over seeds of each difference's squared standard error over problems), as
-seeds that agree by chance would otherwise give a narrow interval. Holm's correction
-runs over the family of every declared contrast of every task ({m} tests), and a
-contrast is `significant` when its Holm-adjusted p-value is below 0.05; the
-uncorrected p-value is beside it.
+paired on the same problems within each seed; `contrasts.csv`). The interval over
+seeds is the Student-t interval with the between-seed variance floored at the
+within-seed one (the mean over seeds of each difference's squared standard error
+over problems), as seeds that agree by chance would otherwise give a narrow
+interval. Holm's correction runs over the family of every declared contrast of
+every task ({m} tests), and a contrast is `significant` when its Holm-adjusted
+p-value is below 0.05; the uncorrected p-value is beside it.
 """
 
 _EXPLORATORY_NOTE = """\
-Everything below is exploratory: comparisons not declared in advance, with no
-correction for their number (about 45 per task). Their verdict says only whether the
-floored interval over seeds excludes 0; across many such comparisons some will by
-chance. Cells: mean over seeds [95% interval over seeds; Student-t for a method's
-mean, floored Student-t for a difference]; the per-seed intervals over problems are
-in the CSV files.
-
-Runs (wall time on 2 CPU cores, one run at a time):
+Comparisons not declared in advance, with no correction for their number (about 45
+per task). Their verdict says only whether the floored interval over seeds excludes
+0; across many such comparisons some will by chance. The per-seed intervals over
+problems are in the CSV files.
 """
 
-_OFF_POLICY_NOTE = """\
-Off-policy diagnostics of the last inner epoch, mean over RL steps and seeds: the
-effective sample size of the importance ratios over n (Kong 1992; 1 on-policy),
-the largest ratio over its group's sum (1/n on-policy), and for max@k runs the
-relative distance ||w − w_exact|| / ||w_exact|| of the first-order and PPO
-weights (before clipping) from the exact ones on the same batch (0 at k_opt = 1,
-where the three coincide):
-"""
+
+def _n_of(summary: Sequence[dict[str, Any]], task: str) -> int:
+  return max(int(r["k_eval"]) for r in summary if r["task"] == task)
 
 
 def _overall_tables(summary: Sequence[dict[str, Any]], n: int) -> list[str]:
-  """pass@k and max@k over all problems at :data:`TABLE_KS`, a row per run."""
+  """pass@k and max@k over all problems at k = 1, 4, 16 and n, a row per run."""
   rows = [r for r in summary if r["scope"] == "all"]
   cells = {(_label(r), int(r["k_eval"])): r for r in rows}
   labels = list(dict.fromkeys(_label(r) for r in rows))
-  ks = [k for k in TABLE_KS if k <= n]
+  ks = sorted({k for k in TABLE_KS if k <= n} | {n})
   lines = []
   for metric, short in (("pass_at_k", "pass"), ("max_at_k", "max")):
     lines += [f"Held-out {short}@k, all problems:", ""]
@@ -1078,7 +1526,7 @@ def _unsolved_table(unsolved_summary: Sequence[dict[str, Any]]) -> list[str]:
   lines = [
     "Base-unsolved problems solved (>= 1 of n correct): pooled over seeds with Wilson's",
     "interval, and the difference to the base model's own fresh evaluation of the same",
-    "problems (paired within each seed, mean over seeds):",
+    "problems (paired within each seed, mean over seeds, floored interval):",
     "",
   ]
   return lines + _table(
@@ -1161,13 +1609,319 @@ def _key_differences(paired_summary: Sequence[dict[str, Any]], n: int) -> list[s
   )
 
 
-def _off_policy_table(off_policy: Sequence[dict[str, Any]]) -> list[str]:
-  if not off_policy:
+def _runs_section(runs: Sequence[Run]) -> list[str]:
+  hours = sum(r.seconds for r in runs) / 3600
+  lines = ["## Runs", ""]
+  lines += _table(
+    ("task", "seed", "methods", "problems", "minutes"),
+    (
+      (r.task, str(r.seed), str(len(r.evals)), str(len(r.keys)), f"{r.seconds / 60:.1f}")
+      for r in runs
+    ),
+  )
+  return lines + [f"Total: {hours:.1f} hours of run time (the launcher's wall time).", ""]
+
+
+def _seed_values(row: dict[str, Any]) -> list[float]:
+  return [float(v) for v in str(row["value_seeds"]).split()]
+
+
+def _warm_section(
+  dynamics: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]], tasks: Sequence[str]
+) -> list[str]:
+  lo, hi = WARM_TARGET
+  lines = [
+    "## Warm start",
+    "",
+    "The SFT steps of each task were chosen so that the warm start's held-out pass@1",
+    f"lies in [{lo:g}, {hi:g}]. Last point of each seed's warm-start curve (`steps.csv`:",
+    "sampled pass@1 on the held-out problems at the last evaluated SFT step), beside the",
+    "base model's pass@1 in the final evaluation (same problems, the evaluation's n):",
+    "",
+  ]
+  for task in tasks:
+    row = next(
+      (r for r in dynamics if r["task"] == task and r["quantity"] == "warm_pass_at_1_final"), None
+    )
+    if row is None:
+      continue
+    values = _seed_values(row)
+    seeds = str(row["seeds"]).split()
+    inside = sum(lo <= v <= hi for v in values)
+    base = {
+      str(r["seed"]): float(r["pass_at_k"])
+      for r in results
+      if r["task"] == task and r["rl_run"] == "base" and int(r["k_eval"]) == 1
+    }
+    lines += [
+      f"**{task}**: {inside} of {len(values)} seeds in [{lo:g}, {hi:g}]; mean "
+      f"{_cell(row['mean'], row['lo'], row['hi'])} (t-interval over seeds).",
+      "",
+    ]
+    lines += _table(
+      ("seed", "SFT step", "warm-start pass@1", "in target", "base pass@1 (final evaluation)"),
+      (
+        (s, step, f"{v:.3f}", "yes" if lo <= v <= hi else "**no**", f"{base.get(s, math.nan):.3f}")
+        for s, step, v in zip(seeds, str(row["step_seeds"]).split(), values)
+      ),
+    )
+    lines += _figure(f"warm_start_{task}.png", f"{task} warm-start curve")
+  return lines
+
+
+# (dynamics.csv quantity, column header, number format) of the README's table.
+_DYNAMICS_COLUMNS = (
+  ("clip_frac_median", "median clip fraction", ".4f"),
+  ("grad_clipped_share", "steps with gradient clipped", ".3f"),
+  ("grad_norm_median", "median gradient norm", ".1f"),
+  ("kl_to_warm_start_final", "final KL to warm start", ".3f"),
+  ("entropy_final", "final entropy", ".3f"),
+  ("ess_frac_mean", "mean ESS / n", ".3f"),
+)
+
+
+def _dynamics_section(dynamics: Sequence[dict[str, Any]], tasks: Sequence[str]) -> list[str]:
+  lines = [
+    "## Training dynamics",
+    "",
+    "Per RL run, over its RL steps: the median share of samples that PPO-style clipping",
+    "zeroed at the last inner epoch, the share of steps whose gradient norm exceeded",
+    "`rl.max_grad_norm` (clipped update), the median gradient norm, the KL to the warm",
+    "start and the token entropy at the last step, and the mean effective sample size",
+    "of the importance ratios over n (`dynamics.csv` has each seed's value). Mean over",
+    "seeds [t-interval]. The figure shows the mean over seeds with the pointwise 95%",
+    "t-interval over seeds as band.",
+    "",
+  ]
+  for task in tasks:
+    rows = [r for r in dynamics if r["task"] == task and r["rl_run"] != "warm_start"]
+    if not rows:
+      continue
+    cells = {(r["rl_run"], r["quantity"]): r for r in rows}
+    runs = list(dict.fromkeys(r["rl_run"] for r in rows))
+    lines += [f"**{task}**:", ""]
+    lines += _table(
+      ("method", *[h for _, h, _ in _DYNAMICS_COLUMNS]),
+      (
+        (
+          _run_label(cells[run, "clip_frac_median"]),
+          *[
+            _cell(cells[run, q]["mean"], cells[run, q]["lo"], cells[run, q]["hi"], fmt)
+            for q, _, fmt in _DYNAMICS_COLUMNS
+          ],
+        )
+        for run in runs
+      ),
+    )
+    lines += _figure(f"training_{task}.png", f"{task} training curves")
+  return lines
+
+
+def _pass_at_k_section(summary: Sequence[dict[str, Any]], tasks: Sequence[str]) -> list[str]:
+  lines = ["## pass@k and max@k", ""]
+  for task in tasks:
+    mine = [r for r in summary if r["task"] == task]
+    n = _n_of(summary, task)
+    lines += [f"### {task}", ""]
+    lines += _overall_tables(mine, n)
+    lines += _figure(f"pass_at_k_{task}.png", f"{task} pass@k and max@k, k = 1..{n}")
+  return lines
+
+
+def _crossings_section(crossings: Sequence[dict[str, Any]], tasks: Sequence[str]) -> list[str]:
+  lines = [
+    "## Crossings: where RL falls below the base model",
+    "",
+    "The smallest k at which a method's pass@k (max@k) falls below the base model's:",
+    "from the means over seeds, and from each seed's own curves (`none`: never, up to n;",
+    "`crossings.csv`). Exploratory.",
+    "",
+  ]
+  index = {(r["task"], r["rl_run"], r["metric"]): r for r in crossings}
+  rows = []
+  for task in tasks:
+    for run in dict.fromkeys(r["rl_run"] for r in crossings if r["task"] == task):
+      p, m = index[task, run, "pass_at_k"], index[task, run, "max_at_k"]
+      rows.append(
+        (
+          task,
+          _run_label(p),
+          f"{p['crossing_k']} (n = {p['n']})",
+          str(p["crossing_k_seeds"]),
+          str(m["crossing_k"]),
+          str(m["crossing_k_seeds"]),
+        )
+      )
+  return lines + _table(
+    ("task", "method", "pass@k: k (mean)", "per seed", "max@k: k (mean)", "per seed"), rows
+  )
+
+
+def own_k(rl_run: str, k_opt: str) -> int | None:
+  """The k a run optimises: 1 for GRPO (its mean reward is pass@1's), k_opt for max@k,
+  the last k of an annealed schedule (``8:60:1`` -> 1); None if unknown."""
+  if rl_run.startswith("grpo") or rl_run.startswith("rloo"):
+    return 1
+  last = str(k_opt).split(":")[-1]
+  return int(last) if last.isdigit() else None
+
+
+def _paired_lookup(paired_summary, task, a, b, metric, k) -> tuple[str, str] | None:
+  """(a − b [floored interval], verdict) from paired_summary rows, either order."""
+  for x, y, sign in ((a, b, 1.0), (b, a, -1.0)):
+    r = next(
+      (
+        r
+        for r in paired_summary
+        if (r["task"], r["a_run"], r["b_run"], r["metric"], int(r["k_eval"]))
+        == (task, x, y, metric, k)
+      ),
+      None,
+    )
+    if r is not None:
+      lo, hi = sorted((sign * float(r["diff_lo"]), sign * float(r["diff_hi"])))
+      return _cell(sign * float(r["diff"]), lo, hi), str(r["verdict"])
+  return None
+
+
+def _own_k_section(
+  summary: Sequence[dict[str, Any]], paired_summary: Sequence[dict[str, Any]], tasks
+) -> list[str]:
+  lines = [
+    "## Each method at its own k_opt",
+    "",
+    "Each RL method against the base model and against GRPO in pass@k and max@k at the",
+    "k it optimises (GRPO: 1; an annealed schedule: its last k), paired within seeds,",
+    "floored interval over seeds. Exploratory, except the rows that are declared",
+    "contrasts (their verdict is Holm's).",
+    "",
+  ]
+  rows = []
+  for task in tasks:
+    runs = {r["rl_run"]: r for r in summary if r["task"] == task and r["scope"] == "all"}
+    for name, r in runs.items():
+      k = None if name == "base" else own_k(name, str(r["k_opt"]))
+      if k is None:
+        continue
+      for metric, short in (("pass_at_k", "pass"), ("max_at_k", "max")):
+        cells = []
+        for b in ("base", "grpo"):
+          found = None if b == name else _paired_lookup(paired_summary, task, name, b, metric, k)
+          cells += list(found or ("–", ""))
+        rows.append((task, _run_label(r), f"{short}@{k}", *cells))
+  return lines + _table(
+    ("task", "method", "at", "minus base", "verdict", "minus GRPO", "verdict"), rows
+  )
+
+
+def _unsolved_section(
+  runs: Sequence[Run], unsolved_summary: Sequence[dict[str, Any]], tasks
+) -> list[str]:
+  bin_ns = sorted({r.bin_n for r in runs})
+  n_eval = sorted({r.evals[0].n for r in runs})
+  lines = [
+    "## Base-unsolved problems",
+    "",
+    "A held-out problem is base-unsolved when none of the base model's "
+    f"{' / '.join(map(str, bin_ns))} samples",
+    "in its binning evaluation is correct (`bin_n` of the runs' prompts.csv; these",
+    "samples are independent of the evaluations, which draw "
+    f"{' / '.join(map(str, n_eval))} per problem). Exploratory.",
+    "",
+  ]
+  for task in tasks:
+    lines += [f"**{task}**:", ""]
+    lines += _unsolved_table([r for r in unsolved_summary if r["task"] == task])
+    lines += _figure(f"bins_{task}.png", f"{task} by base difficulty")
+  return lines
+
+
+def _solved_training_section(solved: Sequence[dict[str, Any]]) -> list[str]:
+  if not solved:
     return []
-  columns = ("ess_frac", "max_weight", "gap_first_order", "gap_ppo_clip")
-  return [_OFF_POLICY_NOTE] + _table(
-    ("run", "method", "ESS / n", "largest normalised weight", "gap first-order", "gap PPO-clip"),
-    ((r["rl_run"], f"`{r['method']}`", *(_num(r[c]) for c in columns)) for r in off_policy),
+  lines = [
+    "## Training problems solved (PKPO's measure)",
+    "",
+    "Distinct training problems with at least one correct sample in any RL step up to",
+    "the last (`solved_cumulative` of `steps.csv`; PKPO's measure of solving harder",
+    "problems), mean over seeds [t-interval], and the difference to GRPO within each",
+    "seed (the runs of a seed share their training prompts) [plain t-interval: a count",
+    "has no within-seed standard error]. Exploratory.",
+    "",
+  ]
+  return lines + _table(
+    ("task", "method", "solved [t-interval]", "per seed", "minus GRPO [t-interval]", "verdict"),
+    (
+      (
+        r["task"],
+        _run_label(r),
+        _cell(r["solved"], r["solved_lo"], r["solved_hi"], ".1f"),
+        str(r["solved_seeds"]),
+        ""
+        if not math.isfinite(float(r["diff_vs_grpo"]))
+        else _cell(r["diff_vs_grpo"], r["diff_vs_grpo_lo"], r["diff_vs_grpo_hi"], "+.1f"),
+        str(r["diff_vs_grpo_verdict"]),
+      )
+      for r in solved
+    ),
+  )
+
+
+def _reward_section(reward_hist: Sequence[dict[str, Any]], tasks) -> list[str]:
+  lines = [
+    "## Reward histograms",
+    "",
+    "The continuous rewards of the final evaluations' samples, each bin's fraction of",
+    "all samples of all seeds (`reward_hist.csv`).",
+    "",
+  ]
+  for task in tasks:
+    rows = [r for r in reward_hist if r["task"] == task]
+    bins = list(dict.fromkeys(r["bin"] for r in rows))
+    index = {(r["rl_run"], r["bin"]): r for r in rows}
+    runs = list(dict.fromkeys(r["rl_run"] for r in rows))
+    lines += [f"**{task}**:", ""]
+    lines += _table(
+      ("method", *bins),
+      (
+        (
+          _run_label(index[run, bins[0]]),
+          *[f"{float(index[run, b]['fraction']):.3f}" for b in bins],
+        )
+        for run in runs
+      ),
+    )
+    lines += _figure(f"rewards_{task}.png", f"{task} reward histograms")
+  return lines
+
+
+def _splits_section(splits: Sequence[dict[str, Any]], tasks) -> list[str]:
+  if not splits:
+    return []
+  lines = [
+    "## Split closeness",
+    "",
+    "Held-out problems share no key with a training problem (`overlap` 0, checked);",
+    "the near share is the fraction of held-out problems with a training problem close",
+    "to it (the definition below; `splits.csv`).",
+    "",
+  ]
+  rows = []
+  for task in tasks:
+    mine = [s for s in splits if s["task"] == task]
+    shares = [float(s["near_eval_share"]) for s in mine if s["near_eval_share"] != ""]
+    definition = next((s["near_definition"] for s in mine if s["near_definition"]), "")
+    rows.append(
+      (
+        task,
+        " ".join(str(s["num_eval_problems"]) for s in mine),
+        " ".join(str(s["near_eval_problems"]) or "–" for s in mine),
+        f"{np.mean(shares):.3f}" if shares else "–",
+        definition or "–",
+      )
+    )
+  return lines + _table(
+    ("task", "eval problems per seed", "near per seed", "mean near share", "near means"), rows
   )
 
 
@@ -1180,12 +1934,34 @@ def _count_of(count: int, noun: str) -> str:
   return f"{word} {noun}{'' if count == 1 else 's'}"
 
 
-def report_title(runs: Sequence[Run]) -> str:
-  """The README's title, counting the tasks and the seeds summarised."""
-  tasks, seeds = tasks_of(runs), {r.seed for r in runs}
-  return (
-    f"# LM study: every estimator, {_count_of(len(tasks), 'task')}, {_count_of(len(seeds), 'seed')}"
+# The README title's name of each method family (``method`` up to its first "/").
+_FAMILY_NAMES = {
+  "base": "base",
+  "grpo": "GRPO",
+  "rloo": "RLOO",
+  "max_at_k": "max@k",
+  "max_minus_second": "max minus second",
+}
+
+
+def _methods_phrase(runs: Sequence[Run]) -> str:
+  """``base, GRPO and max@k``: the method families the runs evaluated, in order."""
+  families = dict.fromkeys(
+    _FAMILY_NAMES.get(e.method.split("/")[0], e.method.split("/")[0]) for r in runs for e in r.evals
   )
+  names = list(families)
+  if len(names) <= 1:
+    return "".join(names)
+  return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def report_title(runs: Sequence[Run]) -> str:
+  """The README's title: the method families evaluated, and the counts of tasks and
+  seeds summarised."""
+  tasks, seeds = tasks_of(runs), {r.seed for r in runs}
+  counts = f"{_count_of(len(tasks), 'task')}, {_count_of(len(seeds), 'seed')}"
+  methods = _methods_phrase(runs)
+  return f"# LM study: {methods}, {counts}" if methods else f"# LM study: {counts}"
 
 
 def _incomplete_note(missing: Sequence[str]) -> list[str]:
@@ -1202,39 +1978,37 @@ def _incomplete_note(missing: Sequence[str]) -> list[str]:
 
 
 def report_markdown(
-  runs,
-  declared: Sequence[dict[str, Any]],
-  summary,
-  paired_summary,
-  unsolved_summary,
-  off_policy,
-  missing: Sequence[str] = (),
+  runs: Sequence[Run], tables: dict[str, list[dict[str, Any]]], missing: Sequence[str] = ()
 ) -> str:
-  """README.md of the summary folder: (first, the runs ``missing`` from an
-  incomplete study) the ``declared`` contrasts (:func:`contrast_rows`), then, under
-  an "Exploratory" heading, what ran and per task the tables of its rows."""
+  """README.md of the summary folder from the ``tables`` of :func:`summarize`: (first,
+  the runs ``missing`` from an incomplete study) the runs, the declared contrasts,
+  then the exploratory sections in the order of the module docstring."""
+  tasks = tasks_of(runs)
+  declared = tables["contrasts.csv"]
   lines = [report_title(runs), ""]
   lines += _incomplete_note(missing)
-  lines += [_REPORT_HEADER, "## Declared contrasts", ""]
-  lines += [_DECLARED_NOTE.format(m=len(declared))]
+  lines += [_REPORT_HEADER]
+  lines += _runs_section(runs)
+  lines += ["## Declared contrasts", "", _DECLARED_NOTE.format(m=len(declared))]
   lines += declared_table(declared)
+  if tables["dynamics.csv"]:
+    lines += _warm_section(tables["dynamics.csv"], tables["results.csv"], tasks)
+    lines += _dynamics_section(tables["dynamics.csv"], tasks)
+  lines += _pass_at_k_section(tables["summary.csv"], tasks)
+  lines += _crossings_section(tables["crossings.csv"], tasks)
+  lines += _own_k_section(tables["summary.csv"], tables["paired_summary.csv"], tasks)
+  lines += _unsolved_section(runs, tables["unsolved_summary.csv"], tasks)
+  lines += _solved_training_section(tables["solved_training.csv"])
+  lines += _reward_section(tables["reward_hist.csv"], tasks)
+  lines += _splits_section(tables["splits.csv"], tasks)
   lines += ["## Exploratory", "", _EXPLORATORY_NOTE]
-  lines += _table(
-    ("task", "seed", "methods", "problems", "minutes"),
-    (
-      (r.task, str(r.seed), str(len(r.evals)), str(len(r.keys)), f"{r.seconds / 60:.1f}")
-      for r in runs
-    ),
-  )
-  for task in tasks_of(runs):
-    mine = [r for r in summary if r["task"] == task]
-    n = max(int(r["k_eval"]) for r in mine)
+  for task in tasks:
+    mine = [r for r in tables["summary.csv"] if r["task"] == task]
+    n = _n_of(tables["summary.csv"], task)
     lines += [f"### {task}", ""]
-    lines += _overall_tables(mine, n)
     lines += _bin_table(mine, 1) + _bin_table(mine, n)
-    lines += _unsolved_table([r for r in unsolved_summary if r["task"] == task])
-    lines += _key_differences([r for r in paired_summary if r["task"] == task], n)
-    lines += _off_policy_table([r for r in off_policy if r["task"] == task])
+    lines += _key_differences([r for r in tables["paired_summary.csv"] if r["task"] == task], n)
+    lines += _figure(f"contrasts_{task}.png", f"{task} paired differences")
   return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -1256,11 +2030,15 @@ def summarize(
     logging.warning("Incomplete study, summarised without: %s", line)
   runs = study.runs
   tables = _per_seed_tables(runs)
+  tables["reward_hist.csv"] = reward_hist_rows(tables.pop("reward_hist_seeds"))
   tables["summary.csv"] = summary_rows(tables)
   tables["contrasts.csv"] = contrast_rows(tables["paired.csv"])
   tables["paired_summary.csv"] = paired_summary_rows(tables["paired.csv"], tables["contrasts.csv"])
   tables["unsolved_summary.csv"] = unsolved_summary_rows(tables["unsolved.csv"])
-  tables["off_policy.csv"] = off_policy_rows(runs)
+  tables["crossings.csv"] = crossing_rows(tables["results.csv"], tables["summary.csv"])
+  steps = read_all_steps(runs)
+  tables["dynamics.csv"] = dynamics_rows(runs, steps)
+  tables["solved_training.csv"] = solved_training_rows(runs, steps)
   tables["splits.csv"] = split_rows(runs)
   out_dir = outputs.prepare_out_dir(out_dir)
   for name, rows in tables.items():
@@ -1268,19 +2046,9 @@ def summarize(
       outputs.write_results_csv(out_dir, rows, filename=name)
     elif os.path.exists(os.path.join(out_dir, name)):
       os.remove(os.path.join(out_dir, name))  # A previous summary's table, now empty.
-  tasks = tasks_of(runs)
-  write_figures(out_dir, tables, tasks)
-  report = report_markdown(
-    runs,
-    tables["contrasts.csv"],
-    tables["summary.csv"],
-    tables["paired_summary.csv"],
-    tables["unsolved_summary.csv"],
-    tables["off_policy.csv"],
-    study.missing,
-  )
+  write_figures(out_dir, tables, tasks_of(runs), steps)
   with open(os.path.join(out_dir, "README.md"), "w") as f:
-    f.write(report)
+    f.write(report_markdown(runs, tables, study.missing))
   return tables
 
 

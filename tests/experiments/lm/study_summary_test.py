@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.lm import checkpointing
+from experiments import outputs
 from experiments.lm import contrasts
+from experiments.lm import dynamics
+from experiments.lm import plotting
 from experiments.lm import reporting
 from experiments.lm import study_summary
 from experiments.lm.configs import study as study_config
@@ -23,19 +25,37 @@ RUNS = ("grpo", "max_at_k_k1", "max_at_k_k4", "max_at_k_k8", "max_at_k_k8-60-1")
 TASKS = ("countdown", "program")  # The tasks of configs/study.py.
 
 
+SEEDS = (0, 1, 2)  # The design's seeds in these tests (configs/study.py has 8).
+BIN_N = 32  # Samples per problem of the base model's binning evaluation.
+RL_STEPS = 5
+SFT_EVALS = (500, 1000, 1500)  # SFT steps of the warm-start curve.
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _three_seeds():
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(study_config, "SEEDS", SEEDS)
+    yield
+
+
 def _evals(rng, num_problems, shift):
-  """The base evaluation and one per RL run; run i solves a bit more than base."""
+  """The base evaluation and one per RL run; run i solves a bit more than base, but
+  max_at_k_k1 concentrates on half the problems (higher pass@1, lower pass@n, so that
+  its curve crosses the base model's)."""
   evals = []
   for i, name in enumerate(("base", *RUNS)):
     p = np.clip(rng.uniform(0, 0.6, num_problems) + shift * i, 0, 1)
+    if name == "max_at_k_k1":
+      p = np.where(rng.uniform(size=num_problems) < 0.5, 0.95, 0.0)
     binary = rng.uniform(size=(num_problems, N)) < p[:, None]
     rewards = np.where(binary, 1.0, rng.uniform(0, 0.5, (num_problems, N))).astype(np.float32)
+    rewards[:, 0] = np.where(binary[:, 0], 1.0, 0.0)  # Some exact zeros too.
     evals.append(
       reporting.Evaluation(
         run=name,
         stage="base" if name == "base" else "rl",
-        method="base" if name == "base" else f"{name.split('_k')[0]}/exact",
-        k_opt="" if name == "base" else (name[-1] if name[-1].isdigit() else "n/a"),
+        method={"base": "base", "grpo": "grpo/ppo_clip"}.get(name, "max_at_k/loo_minus_one/exact"),
+        k_opt={"base": "", "grpo": "n/a", "max_at_k_k8-60-1": "8:60:1"}.get(name, name[-1]),
         correct_P=binary.sum(-1),
         rewards_Pxn=rewards,
       )
@@ -43,17 +63,54 @@ def _evals(rng, num_problems, shift):
   return evals
 
 
+def _step_rows(rng):
+  """steps.csv rows (experiments/lm/dynamics.py's columns): a warm-start curve and
+  RL_STEPS random steps per RL run, rows of the runs interleaved as train.py logs."""
+  rows = []
+  for step in range(1, SFT_EVALS[-1] + 1, 250):
+    rows.append({"stage": "sft", "step": step, "loss": 1.0})
+  for step in SFT_EVALS:
+    rows.append({"stage": "sft", "step": step, "loss": 0.5, "warm_pass_at_1": rng.uniform(0, 0.4)})
+  solved = {name: 0 for name in RUNS}
+  for step in range(1, RL_STEPS + 1):
+    for name in RUNS:
+      solved[name] += int(rng.integers(0, 4))
+      rows.append(
+        {
+          "stage": "rl",
+          "run": name,
+          "method": f"{name}/m",
+          "step": step,
+          "reward": rng.uniform(),
+          "entropy": rng.uniform(1, 3),
+          "kl_to_warm_start": rng.uniform(0, 0.2) * step,
+          "clip_frac": rng.uniform(0, 0.05),
+          "ess_frac": rng.uniform(0.8, 1),
+          "grad_norm": rng.uniform(10, 300),
+          "grad_norm_max": 400.0,
+          "grad_clipped": float(rng.uniform() < 0.3),
+          "solved_cumulative": solved[name],
+        }
+      )
+  return rows
+
+
 def _write_run(root, task, seed, *, num_problems=12, shift=0.1):
   folder = os.path.join(root, f"{task}_seed{seed}")
   os.makedirs(folder)
   rng = np.random.default_rng(1000 * seed + len(task))
   evals = _evals(rng, num_problems, shift)
-  bin_correct = rng.integers(0, N + 1, num_problems)
-  bin_correct[0] = 0  # At least one base-unsolved problem.
+  bin_correct = rng.integers(0, BIN_N + 1, num_problems)
+  bin_correct[:3] = 0  # A few base-unsolved problems (an interval needs 2 per seed).
   keys = [f"{task}-{seed}-{p}" for p in range(num_problems)]
   reporting.write_reports(
-    folder, evals, bin_correct, seed=seed, prompts=[f"q{k}" for k in keys], keys=keys
+    folder, evals, bin_correct, seed=seed, prompts=[f"q{k}" for k in keys], keys=keys, bin_n=BIN_N
   )
+  outputs.write_results_csv(
+    folder, reporting.reward_histogram_rows(evals, seed), filename="reward_hist.csv"
+  )
+  rows = [{c: row.get(c, "") for c in dynamics.STEP_COLUMNS} for row in _step_rows(rng)]
+  outputs.write_results_csv(folder, rows, filename="steps.csv")
   with open(os.path.join(folder, "config.json"), "w") as f:
     json.dump({"task": {"name": task}, "seed": seed}, f)
   split = {
@@ -65,21 +122,19 @@ def _write_run(root, task, seed, *, num_problems=12, shift=0.1):
     "distinct_training_problems": 60,
     "overlap": 0,
   }
+  if seed != 1:  # A split.json written before the near-duplicate count.
+    split.update(near_eval_problems=seed + 2, near_eval_share=(seed + 2) / num_problems)
+    split["near_definition"] = "synthetic neighbours"
   with open(os.path.join(folder, "split.json"), "w") as f:
     json.dump(split, f)
   with open(os.path.join(folder, "launch_status.json"), "w") as f:
     json.dump({"status": "ok", "seconds": 60.0 * (seed + 1)}, f)
-  log = checkpointing.MetricsLog(os.path.join(folder, "metrics.jsonl"))
-  for step, ess in enumerate((0.9, 0.7)):
-    for name in RUNS:
-      record = {"stage": "rl", "run": name, "method": f"{name}/m", "step": step + 1}
-      log.append({**record, "last_ess_frac": ess, "last_max_weight": 0.2 + seed})
   return folder
 
 
 def _make_study(root):
   for task in TASKS:
-    for seed in (0, 1, 2):
+    for seed in SEEDS:
       _write_run(root, task, seed)
   return root
 
@@ -90,12 +145,18 @@ def _study(tmp_path):
   return _make_study(str(tmp_path / "study"))
 
 
+FIGURE_CALLS = []  # write_figures' arguments in the `out` fixture (drawn by test_figures).
+
+
 @pytest.fixture(name="out", scope="module")
 def _out(tmp_path_factory):
-  """The summary of one undamaged study, shared by the tests that only read it."""
+  """The summary of one undamaged study, shared by the tests that only read it. Its
+  figures are drawn once, for one task, by test_figures (drawing is the slow part)."""
   root = tmp_path_factory.mktemp("summary")
   out = str(root / "out")
-  study_summary.summarize(_make_study(str(root / "study")), out)
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(study_summary, "write_figures", lambda *args: FIGURE_CALLS.append(args))
+    study_summary.summarize(_make_study(str(root / "study")), out)
   return out
 
 
@@ -253,7 +314,7 @@ def test_one_seed_has_no_across_seeds_interval():
   assert float(iv.mean) == 0.3 and math.isnan(iv.lo) and math.isnan(iv.p_value)
 
 
-def test_unsolved_pooled_over_seeds_and_off_policy(out):
+def test_unsolved_pooled_over_seeds(out):
   per_seed = _read(os.path.join(out, "unsolved.csv"))
   pooled = _read(os.path.join(out, "unsolved_summary.csv"))
   for row in pooled:
@@ -263,40 +324,59 @@ def test_unsolved_pooled_over_seeds_and_off_policy(out):
     p, _, lo, hi = reporting.wilson_interval(int(row["solved"]), int(row["num_base_unsolved"]))
     assert float(row["solved_fraction_lo"]) == pytest.approx(lo)
     assert float(row["solved_fraction"]) == pytest.approx(p)
-  off = _read(os.path.join(out, "off_policy.csv"))
-  assert len(off) == 2 * len(RUNS)
-  for row in off:
-    assert float(row["ess_frac"]) == pytest.approx(0.8)  # Mean of 0.9 and 0.7.
-    assert float(row["max_weight"]) == pytest.approx(1.2)  # Mean of 0.2, 1.2, 2.2.
-    assert row["steps"] == "2"
 
 
 def test_outputs_figures_and_report(out):
   for name in (
-    *reporting.FILES,
+    *study_summary.GATHERED,
     "contrasts.csv",
     "summary.csv",
     "paired_summary.csv",
     "unsolved_summary.csv",
-    "off_policy.csv",
+    "dynamics.csv",
+    "crossings.csv",
+    "solved_training.csv",
+    "reward_hist.csv",
     "splits.csv",
-    "pass_at_k_countdown.png",
-    "bins_program.png",
-    "contrasts_countdown.png",
     "README.md",
   ):
     assert os.path.getsize(os.path.join(out, name)) > 0, name
-  prompts = _read(os.path.join(out, "prompts.csv"))
-  assert len(prompts) == 2 * 3 * (1 + len(RUNS)) * 12
+  assert not os.path.exists(os.path.join(out, "prompts.csv"))  # The runs hold theirs.
   with open(os.path.join(out, "README.md")) as f:
     report = f.read()
+  assert report.startswith("# LM study: base, GRPO and max@k, two tasks, three seeds\n")
+  sections = [line for line in report.splitlines() if line.startswith("## ")]
+  assert sections == [
+    "## Runs",
+    "## Declared contrasts",
+    "## Warm start",
+    "## Training dynamics",
+    "## pass@k and max@k",
+    "## Crossings: where RL falls below the base model",
+    "## Each method at its own k_opt",
+    "## Base-unsolved problems",
+    "## Training problems solved (PKPO's measure)",
+    "## Reward histograms",
+    "## Split closeness",
+    "## Exploratory",
+  ]
   declared = report.index("## Declared contrasts")
-  assert declared < report.index("## Exploratory") < report.index("### countdown")
-  assert "### program" in report
   table = "\n".join(study_summary.declared_table(_read(os.path.join(out, "contrasts.csv"))))
-  assert table in report[declared : report.index("## Exploratory")]
+  assert table in report[declared : report.index("## Warm start")]
+  assert report.index("## Exploratory") < report.index(
+    "### countdown", report.index("## Exploratory")
+  )
   assert "k_opt = 8 vs k_opt = 1 |" in report  # An exploratory pair whose runs exist.
   assert "RLOO vs GRPO" not in report  # No rloo run: no row for it.
+  assert f"none of the base model's {BIN_N} samples in its binning" in " ".join(report.split())
+  for task in TASKS:
+    for figure in ("warm_start", "training", "pass_at_k", "bins", "rewards", "contrasts"):
+      assert f"]({figure}_{task}.png)" in report
+  # Warm start: the count of seeds in [0.1, 0.3], from the steps files.
+  for task in TASKS:
+    last = [_steps_of(out, task, s)["warm"][-1] for s in SEEDS]
+    inside = sum(0.1 <= v <= 0.3 for v in last)
+    assert f"**{task}**: {inside} of 3 seeds in [0.1, 0.3]" in report
 
 
 def test_a_results_file_that_disagrees_with_its_prompts_stops(study, tmp_path):
@@ -347,7 +427,7 @@ def _rewrite_json(path, **changes):
     # A deleted config.json once made the folder invisible.
     (
       lambda d: os.remove(os.path.join(d, "countdown_seed1", "config.json")),
-      "countdown_seed1: holds metrics.jsonl but no config.json",
+      "countdown_seed1: holds steps.csv but no config.json",
     ),
     # A renamed task once became a silent extra task with one seed.
     (
@@ -397,7 +477,7 @@ def test_allow_incomplete_names_the_missing_runs_first(study, tmp_path, monkeypa
   study_summary.summarize(study, out, allow_incomplete=True)
   with open(os.path.join(out, "README.md")) as f:
     report = f.read().splitlines()
-  assert report[0] == "# LM study: every estimator, two tasks, three seeds"
+  assert report[0] == "# LM study: base, GRPO and max@k, two tasks, three seeds"
   assert report[2].startswith("**INCOMPLETE STUDY.**")
   assert "* program seed 2: no run folder" in report[:10]
   summary = _read(os.path.join(out, "summary.csv"))
@@ -406,13 +486,23 @@ def test_allow_incomplete_names_the_missing_runs_first(study, tmp_path, monkeypa
 
 
 def test_report_title_counts_the_tasks_and_seeds_summarised():
-  def runs(tasks, seeds):
-    return [study_summary.Run("", t, s, (), np.zeros(0), (), (), 0.0) for t in tasks for s in seeds]
+  def ev(method):
+    return reporting.Evaluation("r", "rl", method, "", np.zeros(1), np.zeros((1, 1)))
+
+  evals = (ev("base"), ev("grpo/ppo_clip"), ev("max_at_k/loo_minus_one/exact"), ev("max_at_k/x"))
+
+  def runs(tasks, seeds, evals=evals):
+    return [
+      study_summary.Run("", t, s, evals, np.zeros(0), (), (), 0.0) for t in tasks for s in seeds
+    ]
 
   title = study_summary.report_title
-  assert title(runs(TASKS, (0, 1, 2))) == "# LM study: every estimator, two tasks, three seeds"
-  assert title(runs(TASKS, (4, 7))) == "# LM study: every estimator, two tasks, two seeds"
-  assert title(runs(TASKS[:1], range(12))) == "# LM study: every estimator, one task, 12 seeds"
+  assert title(runs(TASKS, (0, 1, 2))) == "# LM study: base, GRPO and max@k, two tasks, three seeds"
+  assert title(runs(TASKS, (4, 7))) == "# LM study: base, GRPO and max@k, two tasks, two seeds"
+  assert (
+    title(runs(TASKS[:1], range(12), evals[:2])) == "# LM study: base and GRPO, one task, 12 seeds"
+  )
+  assert title(runs(TASKS, range(8), ())) == "# LM study: two tasks, eight seeds"
 
 
 def _replace_in(path, old, new):
@@ -421,6 +511,13 @@ def _replace_in(path, old, new):
   assert old in text
   with open(path, "w") as f:
     f.write(text.replace(old, new, 1))
+
+
+def _drop_last_line(path):
+  with open(path) as f:
+    lines = f.readlines()
+  with open(path, "w") as f:
+    f.write("".join(lines[:-1]))
 
 
 def _truncate(path):
@@ -459,17 +556,36 @@ def _truncate(path):
       "program_seed1/split.json is not valid JSON",
     ),
     (
-      lambda d: _replace_in(os.path.join(d, "program_seed1", "metrics.jsonl"), "\n{", "\n{{"),
-      "program_seed1/metrics.jsonl, line 2: not valid JSON",
-    ),
-    # An edited value (the checksum of each record), once invisible.
-    (
-      lambda d: _replace_in(os.path.join(d, "program_seed1", "metrics.jsonl"), "0.7", "0.75"),
-      r"program_seed1/metrics.jsonl, line 6: the record's values do not match its crc32",
+      lambda d: _replace_in(
+        os.path.join(d, "program_seed1", "steps.csv"), "\nrl,grpo,", "\nrx,grpo,"
+      ),
+      r"program_seed1/steps.csv, line \d+: stage='rx' is neither sft nor rl",
     ),
     (
-      lambda d: os.remove(os.path.join(d, "program_seed1", "metrics.jsonl")),
-      "program_seed1/metrics.jsonl is missing",
+      lambda d: _replace_in(
+        os.path.join(d, "program_seed1", "steps.csv"), "\nsft,,,,1,", "\nsft,,,,1x,"
+      ),
+      r"program_seed1/steps.csv, line 2: step='1x' is not a number",
+    ),
+    (
+      lambda d: os.remove(os.path.join(d, "program_seed1", "steps.csv")),
+      "program_seed1/steps.csv is missing",
+    ),
+    # A steps.csv of another run (other RL runs than its prompts.csv).
+    (
+      lambda d: _replace_in(os.path.join(d, "program_seed1", "steps.csv"), ",grpo,", ",rloo,"),
+      r"program_seed1/steps.csv holds the RL runs .*'rloo'.*prompts.csv",
+    ),
+    # A run that logged fewer steps than the other seeds (a truncated log).
+    (
+      lambda d: _drop_last_line(os.path.join(d, "countdown_seed2", "steps.csv")),
+      r"seeds of task countdown ran max_at_k_k8-60-1 for different numbers of RL steps",
+    ),
+    (
+      lambda d: _replace_in(
+        os.path.join(d, "program_seed2", "reward_hist.csv"), ",base,0,0.0,0.0,", ",base,0,0.0,0.0,9"
+      ),
+      "program_seed2: reward_hist.csv disagrees",
     ),
     (
       lambda d: _replace_in(
@@ -567,3 +683,165 @@ def test_unsolved_difference_to_base_across_seeds(out):
     )
     checked["interval"] += 1
   assert checked["interval"] > 0
+
+
+def _steps_of(out, task, seed):
+  """The steps.csv of a run of the ``out`` fixture's study, read here: the warm-start
+  values in file order, and per RL run each column in file (= step) order."""
+  path = os.path.join(os.path.dirname(out), "study", f"{task}_seed{seed}", "steps.csv")
+  warm, rl = [], {}
+  for r in _read(path):
+    if r["stage"] == "sft" and r["warm_pass_at_1"]:
+      warm.append(float(r["warm_pass_at_1"]))
+    elif r["stage"] == "rl":
+      for column, value in r.items():
+        rl.setdefault(r["run"], {}).setdefault(column, []).append(value)
+  return {"warm": warm, "rl": rl}
+
+
+def _floats(values):
+  return np.array([float(v) for v in values], np.float64)
+
+
+def _check_seeds_and_mean(row, values, bounds):
+  assert [float(v) for v in row["value_seeds"].split()] == pytest.approx(values, rel=1e-5)
+  mean, lo, hi = _t_interval(values)
+  assert float(row["mean"]) == pytest.approx(mean, rel=1e-9)
+  assert float(row["lo"]) == pytest.approx(max(bounds[0], lo), rel=1e-9)
+  assert float(row["hi"]) == pytest.approx(min(bounds[1], hi), rel=1e-9)
+
+
+def test_dynamics_are_the_steps_reduced_per_seed(out):
+  rows = _read(os.path.join(out, "dynamics.csv"))
+  # quantity -> (column, reduction over RL steps in step order, bounds of its interval).
+  expected = {
+    "clip_frac_median": ("clip_frac", np.median, (0, 1)),
+    "grad_clipped_share": ("grad_clipped", np.mean, (0, 1)),
+    "grad_norm_median": ("grad_norm", np.median, (0, np.inf)),
+    "kl_to_warm_start_final": ("kl_to_warm_start", lambda x: x[-1], (-np.inf, np.inf)),
+    "entropy_final": ("entropy", lambda x: x[-1], (0, np.inf)),
+    "ess_frac_mean": ("ess_frac", np.mean, (0, 1)),
+    "solved_cumulative_final": ("solved_cumulative", lambda x: x[-1], (0, np.inf)),
+  }
+  assert len(rows) == len(TASKS) * (1 + len(RUNS) * len(expected))
+  for row in rows:
+    steps = [_steps_of(out, row["task"], s) for s in SEEDS]
+    assert row["seeds"] == "0 1 2"
+    if row["quantity"] == "warm_pass_at_1_final":
+      assert row["rl_run"] == "warm_start" and row["step_seeds"] == "1500 1500 1500"
+      _check_seeds_and_mean(row, [s["warm"][-1] for s in steps], (0, 1))
+      continue
+    column, reduce, bounds = expected[row["quantity"]]
+    values = [reduce(_floats(s["rl"][row["rl_run"]][column])) for s in steps]
+    _check_seeds_and_mean(row, values, bounds)
+    assert row["step_seeds"] == f"{RL_STEPS} {RL_STEPS} {RL_STEPS}"
+
+
+def test_crossings_by_a_direct_scan(out):
+  results = _read(os.path.join(out, "results.csv"))
+  curves = {}  # (task, run, seed) -> {k: row}
+  for r in results:
+    curves.setdefault((r["task"], r["rl_run"], int(r["seed"])), {})[int(r["k_eval"])] = r
+  rows = _read(os.path.join(out, "crossings.csv"))
+  assert len(rows) == len(TASKS) * len(RUNS) * 2
+
+  def scan(run_values, base_values):
+    for k in range(1, N + 1):
+      if run_values[k] < base_values[k]:
+        return str(k)
+    return "none"
+
+  for row in rows:
+    task, run, metric = row["task"], row["rl_run"], row["metric"]
+    per_seed = [
+      scan(
+        {k: float(r[metric]) for k, r in curves[task, run, s].items()},
+        {k: float(r[metric]) for k, r in curves[task, "base", s].items()},
+      )
+      for s in SEEDS
+    ]
+    assert row["crossing_k_seeds"] == " ".join(per_seed)
+    mean = {
+      k: np.mean([float(curves[task, run, s][k][metric]) for s in SEEDS])
+      for k in curves[task, run, 0]
+    }
+    base = {
+      k: np.mean([float(curves[task, "base", s][k][metric]) for s in SEEDS])
+      for k in curves[task, run, 0]
+    }
+    assert row["crossing_k"] == scan(mean, base)
+    assert row["n"] == str(N)
+  # max_at_k_k1 was built to beat base at pass@1 and fall below it at pass@n.
+  crossed = [r for r in rows if r["rl_run"] == "max_at_k_k1" and r["metric"] == "pass_at_k"]
+  assert all(r["crossing_k"] not in ("none", "1") for r in crossed)
+  assert any(r["crossing_k"] == "none" for r in rows)
+
+
+def test_training_problems_solved_and_their_difference_to_grpo(out):
+  rows = _read(os.path.join(out, "solved_training.csv"))
+  assert [r["rl_run"] for r in rows] == list(RUNS) * len(TASKS)
+  for row in rows:
+    steps = [_steps_of(out, row["task"], s)["rl"] for s in SEEDS]
+    solved = [float(s[row["rl_run"]]["solved_cumulative"][-1]) for s in steps]
+    assert [float(v) for v in row["solved_seeds"].split()] == solved
+    mean, lo, hi = _t_interval(solved)
+    assert [float(row[c]) for c in ("solved", "solved_lo", "solved_hi")] == pytest.approx(
+      [mean, max(0.0, lo), hi]
+    )
+    if row["rl_run"] == "grpo":
+      assert row["diff_vs_grpo"] == "nan" and row["diff_vs_grpo_verdict"] == ""
+      continue
+    diffs = [a - float(s["grpo"]["solved_cumulative"][-1]) for a, s in zip(solved, steps)]
+    mean, lo, hi = _t_interval(diffs)
+    assert [float(row[c]) for c in ("diff_vs_grpo", "diff_vs_grpo_lo", "diff_vs_grpo_hi")] == (
+      pytest.approx([mean, lo, hi])
+    )
+    excludes = lo > 0 or hi < 0
+    assert row["diff_vs_grpo_verdict"] == (
+      "exploratory, excludes 0" if excludes else "exploratory, includes 0"
+    )
+
+
+def test_reward_histograms_summed_over_seeds_and_splits(out):
+  study = os.path.join(os.path.dirname(out), "study")
+  rows = _read(os.path.join(out, "reward_hist.csv"))
+  assert len(rows) == len(TASKS) * (1 + len(RUNS)) * len(reporting.REWARD_BINS)
+  for row in rows:
+    mine = [
+      r
+      for s in SEEDS
+      for r in _read(os.path.join(study, f"{row['task']}_seed{s}", "reward_hist.csv"))
+      if r["rl_run"] == row["rl_run"]
+    ]
+    assert int(row["count"]) == sum(int(r["count"]) for r in mine if r["bin"] == row["bin"])
+    # Every sample counted once: 3 seeds x 12 problems x N samples.
+    assert sum(int(r["count"]) for r in mine) == 3 * 12 * N
+    assert float(row["fraction"]) == pytest.approx(int(row["count"]) / (3 * 12 * N))
+  zeros = [r for r in rows if r["bin"] == "0"]
+  assert all(int(r["count"]) >= 3 * 12 * 0.3 for r in zeros if r["rl_run"] == "base")
+  splits = _read(os.path.join(out, "splits.csv"))
+  assert [(r["seed"], r["near_eval_problems"]) for r in splits[:3]] == [
+    ("0", "2"),
+    ("1", ""),
+    ("2", "4"),
+  ]
+  assert float(splits[2]["near_eval_share"]) == pytest.approx(4 / 12)
+
+
+def test_figures(out, tmp_path):
+  """Every figure of one task, drawn from the `out` fixture's tables; the pass@k
+  figure runs k over 1..n."""
+  ((_, tables, tasks, steps),) = FIGURE_CALLS
+  assert tasks == list(TASKS) and sorted(steps) == [(t, s) for t in TASKS for s in SEEDS]
+  paths = study_summary.write_figures(str(tmp_path), tables, ["program"], steps)
+  names = ("pass_at_k", "bins", "contrasts", "rewards", "training", "warm_start")
+  assert sorted(paths) == sorted(str(tmp_path / f"{name}_program.png") for name in names)
+  assert all(os.path.getsize(p) > 10_000 for p in paths)
+  rows = [r for r in tables["summary.csv"] if r["task"] == "program" and r["scope"] == "all"]
+  fig = plotting.study_pass_at_k_figure(rows, "t")
+  axes = [ax for ax in fig.axes if ax.lines]
+  # The off-policy panel has one run besides base here: two panels, pass@k and max@k.
+  assert len(axes) == 4
+  for ax in axes:
+    assert ax.get_xlim() == pytest.approx((1, N))
+    assert all(list(line.get_xdata()) == list(range(1, N + 1)) for line in ax.lines)
