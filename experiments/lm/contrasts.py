@@ -70,12 +70,14 @@ MEASURES = {"pass": "pass_at_k", "max": "max_at_k"}
 
 SIGNIFICANT = "significant"
 NOT_SIGNIFICANT = "not significant"
+NOT_TESTED = "not tested (fewer than 2 seeds)"
 EXPLORATORY_EXCLUDES = "exploratory, excludes 0"
 EXPLORATORY_INCLUDES = "exploratory, includes 0"
 EXPLORATORY_NO_INTERVAL = "exploratory, no interval"
 VERDICTS = (
   SIGNIFICANT,
   NOT_SIGNIFICANT,
+  NOT_TESTED,
   EXPLORATORY_EXCLUDES,
   EXPLORATORY_INCLUDES,
   EXPLORATORY_NO_INTERVAL,
@@ -270,8 +272,12 @@ def holm(p_values: ArrayLike) -> np.ndarray:
 
 
 def declared_verdict(p_holm: float, *, alpha: float = ALPHA) -> str:
-  """``significant`` iff the Holm-adjusted p-value is below ``alpha`` (NaN: not)."""
-  return SIGNIFICANT if math.isfinite(p_holm) and p_holm < alpha else NOT_SIGNIFICANT
+  """``significant`` iff the Holm-adjusted p-value is below ``alpha``; a NaN p-value
+  (no test: an incomplete study with one seed, or a non-finite difference) gives
+  ``NOT_TESTED``, never a verdict about the effect."""
+  if not math.isfinite(p_holm):
+    return NOT_TESTED
+  return SIGNIFICANT if p_holm < alpha else NOT_SIGNIFICANT
 
 
 def exploratory_verdict(lo: float, hi: float) -> str:

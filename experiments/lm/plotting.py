@@ -323,6 +323,7 @@ def study_bins_figure(
 VERDICT_COLORS = {
   "significant": "#1f77b4",
   "not significant": "#bdbdbd",
+  "not tested (fewer than 2 seeds)": "#f0f0f0",
   "exploratory, excludes 0": "#9ecae1",
   "exploratory, includes 0": "#e0e0e0",
 }

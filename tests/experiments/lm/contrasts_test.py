@@ -163,7 +163,13 @@ def test_bad_input_is_refused():
     (0.049, 0.01, 0.2, "significant", "exploratory, excludes 0"),
     (0.05, -0.3, -0.01, "not significant", "exploratory, excludes 0"),
     (0.3, -0.1, 0.2, "not significant", "exploratory, includes 0"),
-    (float("nan"), float("nan"), float("nan"), "not significant", "exploratory, no interval"),
+    (
+      float("nan"),
+      float("nan"),
+      float("nan"),
+      "not tested (fewer than 2 seeds)",
+      "exploratory, no interval",
+    ),
   ],
 )
 def test_verdicts(p_holm, lo, hi, declared, exploratory):
