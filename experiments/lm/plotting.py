@@ -418,18 +418,23 @@ def study_training_figure(
       ax.fill_between(step, lo, hi, color=color, alpha=0.12, linewidth=0)
     ax.set_xlabel("RL step")
     ax.set_ylabel(name)
-  handles, labels_ = axes[0, 0].get_legend_handles_labels()
   fig.suptitle(title)
+  _legend_below(fig, axes[0, 0], -0.05)
+  fig.tight_layout()
+  return fig
+
+
+def _legend_below(fig: Figure, ax, offset: float) -> None:
+  """One legend of ``ax``'s lines for the whole figure, centred below it."""
+  handles, labels_ = ax.get_legend_handles_labels()
   fig.legend(
     handles,
     labels_,
     loc="lower center",
     ncol=min(6, max(1, len(labels_))),
     frameon=False,
-    bbox_to_anchor=(0.5, -0.05),
+    bbox_to_anchor=(0.5, offset),
   )
-  fig.tight_layout()
-  return fig
 
 
 def study_warm_start_figure(
@@ -476,14 +481,6 @@ def study_reward_hist_figure(rows: Sequence[dict[str, Any]], title: str) -> Figu
   ax.set_xlabel("continuous reward of a sample")
   ax.set_ylabel("fraction of samples (log)")
   ax.set_title(title)
-  handles, labels_ = ax.get_legend_handles_labels()
-  fig.legend(
-    handles,
-    labels_,
-    loc="lower center",
-    ncol=min(6, max(1, len(labels_))),
-    frameon=False,
-    bbox_to_anchor=(0.5, -0.08),
-  )
+  _legend_below(fig, ax, -0.08)
   fig.tight_layout()
   return fig
