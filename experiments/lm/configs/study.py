@@ -41,15 +41,23 @@ clipped.
 curves to k = 128); the base model's binning evaluation draws 1024 samples per
 problem, so "base-unsolved" means no correct sample in 1024.
 
-The whole study through ``launch.local`` (finished runs are skipped on rerun; run
-it in parts with ``--only``-style sweeps of a few seeds, see docs/lm_study)::
+The whole study through ``launch.local`` (finished runs are skipped on rerun, and
+an interrupted one resumes from its last checkpoint), two runs at a time on 2 cores,
+about 50 minutes per run::
 
-  python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study
+  python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study \
+    --parallel=2 --threads_per_run=1
 
-and its summary across seeds, recomputed from each run's per-problem file (the
-committed one is docs/lm_study; see experiments/lm/study_summary.py)::
+or one seed of both tasks at a time (README's LM section has the command; the
+same run names and folders), then keep each finished run's small files in the repository::
 
-  python -m experiments.lm.study_summary --study_dir=out/lm_study --out_dir=out/lm_study/summary
+  python -m experiments.lm.archive_runs --study_dir=out/lm_study --dest=docs/lm_study/runs
+
+and its summary across seeds, recomputed from each run's per-problem file (it
+refuses an incomplete study unless ``--allow_incomplete``; see
+experiments/lm/study_summary.py)::
+
+  python -m experiments.lm.study_summary --study_dir=docs/lm_study/runs --out_dir=docs/lm_study
 """
 
 import ml_collections
