@@ -5,7 +5,8 @@
 
 * ``stage`` (``sft`` or ``rl``), ``run`` (the RL run's name, empty for SFT),
   ``method``, ``k_opt`` and ``step``;
-* SFT: ``loss``, ``grad_norm``, and on evaluated steps the warm-start curve:
+* ``loss``: SFT's token NLL, or RL's policy loss at the first inner epoch;
+* SFT: ``grad_norm``, and on evaluated steps the warm-start curve:
   ``warm_pass_at_1``, ``warm_pass_at_n``, ``warm_max_at_1`` on the held-out problems
   from ``warm_n`` samples each (``sft.eval_every``, ``sft.eval_n``);
 * RL: the mean training ``reward`` (the run's reward), ``binary_reward``,

@@ -1123,6 +1123,18 @@ def _seed_row(values: Sequence[float], bounds: tuple[float, float]) -> dict[str,
   return {"mean": mean, "lo": lo, "hi": hi, "value_seeds": _fmt_seeds(values)}
 
 
+def _steps_by_task(
+  runs: Sequence[Run], steps: dict[tuple[str, int], Steps]
+) -> list[tuple[str, list[int], list[Steps]]]:
+  """Per task with any steps.csv: the task, its seeds (run order) and their Steps."""
+  out = []
+  for task in tasks_of(runs):
+    seeds = [r.seed for r in runs if r.task == task and (task, r.seed) in steps]
+    if seeds:
+      out.append((task, seeds, [steps[task, s] for s in seeds]))
+  return out
+
+
 def dynamics_rows(runs: Sequence[Run], steps: dict[tuple[str, int], Steps]) -> list[dict[str, Any]]:
   """dynamics.csv (module docstring): per task, the warm start's last held-out pass@1
   (``quantity`` = ``warm_pass_at_1_final``, ``rl_run`` = ``warm_start``), then per
@@ -1130,11 +1142,7 @@ def dynamics_rows(runs: Sequence[Run], steps: dict[tuple[str, int], Steps]) -> l
   the plain t-interval over seeds (exploratory)."""
   labels = _eval_labels(runs)
   out = []
-  for task in tasks_of(runs):
-    seeds = [r.seed for r in runs if r.task == task and (task, r.seed) in steps]
-    if not seeds:
-      continue
-    mine = [steps[task, s] for s in seeds]
+  for task, seeds, mine in _steps_by_task(runs, steps):
     common = {"task": task, "num_seeds": len(seeds), "seeds": " ".join(map(str, seeds))}
     warm = [s.warm[-1] if len(s.warm) else (float("nan"), float("nan")) for s in mine]
     out.append(
@@ -1233,11 +1241,7 @@ def solved_training_rows(
   problems, so no floor applies."""
   labels = _eval_labels(runs)
   out = []
-  for task in tasks_of(runs):
-    seeds = [r.seed for r in runs if r.task == task and (task, r.seed) in steps]
-    if not seeds:
-      continue
-    mine = [steps[task, s] for s in seeds]
+  for task, seeds, mine in _steps_by_task(runs, steps):
     final = {
       name: [float(s.rl[name]["solved_cumulative"][-1]) for s in mine] for name in mine[0].rl
     }
