@@ -1,6 +1,7 @@
 """maxk: exact, jitted estimators for pass@k / max@k, rank objectives, the variance of
 estimates, and best-of-n mathematics."""
 
+from maxk import testing as testing  # The bias checker, maxk.testing (NumPy only).
 from maxk._src.advantages import BASELINES
 from maxk._src.advantages import max_at_k_advantages
 from maxk._src.best_of_n import bon_kl

@@ -37,6 +37,15 @@ def test_rank_objective_and_uncertainty_examples_run(marker):
   exec(compile(example, "README.md", "exec"), {})  # pylint: disable=exec-used
 
 
+def test_bias_check_example_prints_what_its_comment_says(capsys):
+  blocks = re.findall(r"```python\n(.*?)```", _readme(), flags=re.S)
+  (example,) = [b for b in blocks if "maxk.testing.gradient_bias" in b]
+  exec(compile(example, "README.md", "exec"), {})  # pylint: disable=exec-used
+  verdict, size = capsys.readouterr().out.split()
+  claimed = re.search(r"# (\w+) ([\d.]+):", example)
+  assert verdict == claimed.group(1) and f"{float(size):.2f}" == claimed.group(2)
+
+
 def test_ci_runs_readme_test_command():
   readme = _readme()
   test_line = next(

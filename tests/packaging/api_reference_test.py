@@ -21,8 +21,10 @@ def test_reference_builds_without_warnings_and_documents_every_public_name(tmp_p
   assert result.returncode == 0, result.stdout + result.stderr
   assert "WARNING" not in result.stderr and "ERROR" not in result.stderr, result.stderr
   pages = {p.name: p.read_text(encoding="utf-8") for p in out.glob("*.html")}
-  for name in maxk.__all__:
-    anchor = f'id="maxk.{name}"'
+  public = [f"maxk.{name}" for name in maxk.__all__]
+  public += [f"maxk.testing.{name}" for name in maxk.testing.__all__]
+  for name in public:
+    anchor = f'id="{name}"'
     holders = [page for page, text in pages.items() if anchor in text]
     assert len(holders) == 1, (name, holders)
     # The entry's description (the docstring) is not empty.

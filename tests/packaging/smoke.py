@@ -130,6 +130,9 @@ def main(env_dir):
     jax.jit(lambda p, v: maxk.max_at_k_exact(p, v, m))(probs_j, values_j),
     sum(v * q for v, q in zip(values, pmf)),
   )
+  # The bias checker ships in the wheel: RLOO follows n·∇E[r] exactly (n = 3 here).
+  check_rloo = maxk.testing.gradient_bias(maxk.rloo_advantages, [0.5, 0.5], [0.0, 1.0], 3, [1.0])
+  assert check_rloo.verdict == "unbiased up to a factor 3", check_rloo
   print("smoke test passed")
 
 

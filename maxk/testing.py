@@ -1,0 +1,20 @@
+"""Check any advantage function for bias: exact expectations over all outcome tuples.
+
+``maxk.testing`` measures an advantage function (rewards [..., n] -> advantages
+[..., n], written in NumPy or JAX) against the exact policy gradient of a rank
+objective (max@k, pass@k, any ``maxk.rank_weights``) on a small softmax policy.
+"""
+
+from maxk._src.gradient_check import MAX_TUPLES
+from maxk._src.gradient_check import GradientBias
+from maxk._src.gradient_check import exact_gradient
+from maxk._src.gradient_check import expected_gradient
+from maxk._src.gradient_check import gradient_bias
+
+__all__ = (
+  "MAX_TUPLES",
+  "GradientBias",
+  "exact_gradient",
+  "expected_gradient",
+  "gradient_bias",
+)
