@@ -26,11 +26,13 @@ from __future__ import annotations
 import functools
 
 import jax
+import jax.numpy as jnp
 from jax.typing import ArrayLike
 import numpy as np
 
 from maxk._src import checks
 from maxk._src import combinatorics
+from maxk._src import ragged
 from maxk._src import sorted_kernels
 from maxk._src import sorting
 
@@ -82,7 +84,11 @@ def transform_coefficients(n: int, k: int, baseline: str) -> sorted_kernels.Sort
 
 
 def max_at_k_advantages(
-  rewards: ArrayLike, k: int, *, baseline: str = "loo_minus_one"
+  rewards: ArrayLike,
+  k: int,
+  *,
+  baseline: str = "loo_minus_one",
+  where: ArrayLike | None = None,
 ) -> jax.Array:
   """Transformed rewards a_i whose Σ_i a_i ∇log π(y_i) estimates ∇ max@k.
 
@@ -115,6 +121,10 @@ def max_at_k_advantages(
     k: static int, ``1 <= k <= n``.
     baseline: one of ``"none"``, ``"loo"``, ``"loo_centered"``, ``"loo_minus_one"``,
       ``"mean_std"``.
+    where: keyword-only, optional bool, broadcastable to ``rewards``: the valid
+      samples of each group (ragged groups).  Each group's advantages are those
+      of its m valid samples alone (n replaced by m above); the others get 0, as
+      do all samples of a group with m < k.
 
   Returns:
     ``[..., n]`` transformed rewards in the caller's sample order.  A NaN in one
@@ -127,6 +137,9 @@ def max_at_k_advantages(
   n = rewards.shape[-1]
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
   baseline = checks.check_option(baseline, "baseline", BASELINES)
+  valid = ragged.as_valid(where, rewards.shape)
+  if valid is not None:
+    return _max_at_k_advantages_ragged(rewards, valid, k, baseline)
   return _max_at_k_advantages(rewards, k, baseline)
 
 
@@ -167,3 +180,44 @@ def _max_at_k_advantages(rewards: jax.Array, k: int, baseline: str) -> jax.Array
       a_sorted = a_sorted + shift * (k / n - k / (n - 1))
   # A NaN anywhere in a group makes that whole group NaN (other groups untouched).
   return checks.nan_group(rewards, sorting.unsort_last(a_sorted, perm))
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _max_at_k_advantages_ragged(
+  rewards: jax.Array, valid: jax.Array, k: int, baseline: str
+) -> jax.Array:
+  # The dense computation with n replaced by each group's m (see ragged.py): the
+  # same shifts, with the coefficients gathered per group.
+  n, dtype = rewards.shape[-1], rewards.dtype
+  r_sorted, perm, m, inside = ragged.sort_valid(rewards, valid)
+  kind = "loo_centered" if baseline == "loo_minus_one" and k == 1 else baseline
+  top = jnp.take_along_axis(r_sorted, jnp.maximum(m - 1, 0), axis=-1)
+  shift = jnp.where(inside, sorted_kernels.finite_or_zero(top), 0)
+  x = jnp.where(inside, r_sorted - shift, 0)
+  if kind == "none":
+    a_sorted = ragged.apply(r_sorted, ragged.max_transform(n, k, "none", m, dtype))
+  elif kind == "mean_std":
+    s = ragged.apply(x, ragged.max_transform(n, k, "none", m, dtype))
+    a_sorted = sorted_kernels.zscore(s, eps=_STD_EPS, valid=inside)
+  else:
+    a_sorted = ragged.apply(x, ragged.max_transform(n, k, kind, m, dtype))
+  if kind == "loo":
+    # The shift moves every a_i by shift·(k/m − k/(m−1)) (m > k), added back.
+    mf = m.astype(dtype)
+    c = jnp.where(m > k, k / (mf * jnp.maximum(mf - 1, 1)), 0)
+    a_sorted = a_sorted - c * shift
+    # For finite groups, (1 + c)·a_lc − c·U with c = k/(m(m−1)) (as a_lc = U −
+    # max@k(r_{−i})) is more accurate: its coefficients round less than the loo
+    # suffix's.  With an infinite reward the direct form above keeps the dense
+    # call's IEEE values.
+    lc = ragged.max_transform(n, k, "loo_centered", m, dtype)
+    u = sorted_kernels.compensated_sum(jnp.where(lc.diag != 0, lc.diag * x, 0))
+    precise = (1 + c) * ragged.apply(x, lc) - c * (u[..., None] + shift)
+    finite = jnp.all(jnp.isfinite(r_sorted), axis=-1, keepdims=True)
+    a_sorted = jnp.where(finite, precise, a_sorted)
+  if kind in ("loo", "loo_centered"):
+    # At m == k these are S (no leave-one-out estimate), which is not shift
+    # invariant: S(r) = S(x) + shift there (every S(i) is the group maximum).
+    a_sorted = a_sorted + jnp.where(m == k, shift, 0)
+  a_sorted = jnp.where(inside & (m >= k), a_sorted, 0)
+  return ragged.nan_group(rewards, valid, sorting.unsort_last(a_sorted, perm))

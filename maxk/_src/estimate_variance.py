@@ -45,6 +45,7 @@ import numpy as np
 from maxk._src import checks
 from maxk._src import combinatorics
 from maxk._src import metrics
+from maxk._src import ragged
 from maxk._src import sorted_kernels
 from maxk._src import sorting
 
@@ -98,7 +99,32 @@ def _pass_variance_table(n: int, k: int) -> np.ndarray:
     return np.exp(2 * log_p) * -np.expm1(log_r)
 
 
-def max_at_k_variance(rewards: ArrayLike, k: int) -> jax.Array:
+@functools.lru_cache(maxsize=256)
+def _ragged_tables(n: int, k: int) -> tuple[ragged.Pow2, ragged.Pow2, np.ndarray]:
+  """For groups of N <= n valid samples: C(m, k) over m = 0..n, 1/C(N, k) over N, and
+  G(x) = Σ_{2k < N' <= x} log(1 − k²/(N' − k)²) over x = 0..n (0 for x <= 2k), so
+  that log(q/p) at size N and c = N − m is G(N) − G(m) (see :func:`_fail_log_tables`)."""
+  size = np.arange(n + 1, dtype=np.float64)
+  with np.errstate(divide="ignore", invalid="ignore"):
+    step = np.where(size > 2 * k, combinatorics.log1m_ratio(float(k) ** 2, (size - k) ** 2), 0.0)
+  g = np.cumsum(step.astype(np.longdouble)).astype(np.float64)
+  choose = ragged.pow2(combinatorics.log_binom(np.arange(n + 1), k))
+  return choose, ragged.max_tables(n, k).inv, g
+
+
+def _ragged_fail(
+  n: int, k: int, top: jax.Array, size: jax.Array, dtype: jnp.dtype
+) -> tuple[jax.Array, jax.Array]:
+  """(p, 1 − q/p) for C(top, k)/C(size, k) and its disjoint-pair companion (see
+  :func:`_fail_log_tables` with c = size − top); 1 − q/p = 1 where top < 2k."""
+  choose, inv, g = _ragged_tables(n, k)
+  p = ragged.gathered_ratio(choose, top, inv, size, dtype)
+  log_r = ragged.split_difference(ragged.split(g, dtype), size, jnp.minimum(top, size))
+  one_minus = jnp.where(top >= 2 * k, -jnp.expm1(log_r), 1)
+  return p, one_minus
+
+
+def max_at_k_variance(rewards: ArrayLike, k: int, *, where: ArrayLike | None = None) -> jax.Array:
   """Unbiased estimate of Var(M̂), the sampling variance of :func:`maxk.max_at_k`.
 
   With M̂ the max@k estimate from the n samples of a group and T the mean of
@@ -121,6 +147,9 @@ def max_at_k_variance(rewards: ArrayLike, k: int) -> jax.Array:
       allowed; -inf rewards are allowed while fewer than k of them are present
       (with k or more, max@k is -inf and the variance +inf).
     k: static int, ``1 <= k <= n/2``.
+    where: keyword-only, optional bool, broadcastable to ``rewards``: the valid
+      samples of each group (ragged groups); the estimate of a group is that of
+      its m valid samples, NaN where m < 2k.
 
   Returns:
     ``[...]`` variance estimates (>= 0).  A NaN in a group makes that group's
@@ -136,6 +165,9 @@ def max_at_k_variance(rewards: ArrayLike, k: int) -> jax.Array:
   n = rewards.shape[-1]
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
   _check_two_subsets(k, n)
+  valid = ragged.as_valid(where, rewards.shape)
+  if valid is not None:
+    return _max_at_k_variance_ragged(rewards, valid, k)
   return _max_at_k_variance(rewards, k)
 
 
@@ -152,7 +184,7 @@ def _max_at_k_variance(rewards: jax.Array, k: int) -> jax.Array:
   return jnp.sum(sorted_kernels.scaled(gamma, gaps) * inner, axis=-1)
 
 
-def pass_at_k_variance(correct: ArrayLike, k: int) -> jax.Array:
+def pass_at_k_variance(correct: ArrayLike, k: int, *, where: ArrayLike | None = None) -> jax.Array:
   """Unbiased estimate of the sampling variance of :func:`maxk.pass_at_k`.
 
   For {0, 1} samples with c correct out of n, the U-statistic variance estimate
@@ -174,6 +206,9 @@ def pass_at_k_variance(correct: ArrayLike, k: int) -> jax.Array:
   Args:
     correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
     k: static int, ``1 <= k <= n/2``.
+    where: keyword-only, optional bool, broadcastable to ``correct``: the valid
+      samples of each group (ragged groups); the estimate of a group is that of
+      its m valid samples, NaN where m < 2k.
 
   Returns:
     ``[...]`` variance estimates.  A group with a non-finite entry returns NaN.
@@ -185,8 +220,12 @@ def pass_at_k_variance(correct: ArrayLike, k: int) -> jax.Array:
   Language Models Trained on Code", arXiv 2107.03374 (the pass@k estimator);
   Walder & Karkhanis, arXiv 2505.15201, Eq. 3.
   """
-  values, n, k = metrics.validate_correct(correct, k)
+  correct_array = jnp.asarray(correct) if where is not None else correct
+  valid = ragged.as_valid(where, jnp.shape(correct_array))
+  values, n, k = metrics.validate_correct(correct_array, k, valid)
   _check_two_subsets(k, n)
+  if valid is not None:
+    return _pass_at_k_variance_ragged(values, valid, k)
   return _pass_at_k_variance(values, k)
 
 
@@ -196,3 +235,36 @@ def _pass_at_k_variance(values: jax.Array, k: int) -> jax.Array:
   count, index = metrics.count_correct(values)
   table = jnp.asarray(_pass_variance_table(n, k), dtype=values.dtype)
   return jnp.where(jnp.isfinite(count), table[index], jnp.nan)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _max_at_k_variance_ragged(rewards: jax.Array, valid: jax.Array, k: int) -> jax.Array:
+  # The gap form over each group's N valid samples: gap m (1..N−1) has
+  # p_m = C(m, k)/C(N, k) and γ_m = p_m (1 − q/p) at c = N − m.
+  n, dtype = rewards.shape[-1], rewards.dtype
+  r_sorted, _, size, inside = ragged.sort_valid(rewards, valid)
+  lower, upper = r_sorted[..., :-1], r_sorted[..., 1:]
+  gaps = jnp.where((upper == lower) | ~inside[..., 1:], 0, upper - lower)
+  top = ragged.positions(gaps.shape)  # gap m between positions m and m + 1
+  p, one_minus = _ragged_fail(n, k, top, size, dtype)
+  p = jnp.where(inside[..., 1:], p, 0)
+  weighted = jnp.where(p != 0, p * gaps, 0)
+  inner = weighted + 2 * sorted_kernels.exclusive_prefix_sum(weighted)
+  gamma = p * one_minus
+  terms = jnp.where(gamma != 0, gamma * gaps, 0) * inner  # as the dense call: 0·inf = NaN
+  estimate = jnp.sum(jnp.where(inside[..., 1:], terms, 0), axis=-1)
+  estimate = jnp.where(size[..., 0] >= 2 * k, estimate, jnp.nan)
+  return ragged.nan_group(rewards, valid, estimate)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _pass_at_k_variance_ragged(values: jax.Array, valid: jax.Array, k: int) -> jax.Array:
+  # V̂ = p² (1 − q/p) with p = C(N − c, k)/C(N, k) over the N valid samples.
+  n, dtype = values.shape[-1], values.dtype
+  size = ragged.count(valid)[..., 0]
+  v = jnp.where(valid, values, 0)
+  count = jnp.sum(v, axis=-1)
+  fail = size - jnp.clip(jnp.round(jnp.nan_to_num(count)), 0, n).astype(jnp.int32)
+  p, one_minus = _ragged_fail(n, k, jnp.maximum(fail, 0), size, dtype)
+  estimate = jnp.where(size >= 2 * k, p * p * one_minus, jnp.nan)
+  return jnp.where(jnp.isfinite(count), estimate, jnp.nan)

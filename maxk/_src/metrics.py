@@ -24,6 +24,7 @@ import numpy as np
 
 from maxk._src import checks
 from maxk._src import combinatorics
+from maxk._src import ragged
 from maxk._src import sorted_kernels
 from maxk._src import sorting
 
@@ -35,11 +36,14 @@ def _pass_at_k_table(n: int, k: int) -> np.ndarray:
   return combinatorics.binom_ratio_complement(n - c, k, n, k)
 
 
-def validate_correct(correct: ArrayLike, k: int) -> tuple[jax.Array, int, int]:
+def validate_correct(
+  correct: ArrayLike, k: int, valid: jax.Array | None = None
+) -> tuple[jax.Array, int, int]:
   """Validates ``[..., n]`` {0, 1} input and ``k``; returns (values, n, k).
 
   ``values`` is ``correct`` as a floating array.  Values outside {0, 1} raise
   ``ValueError`` when concrete (eager calls); under ``jit`` they cannot be seen.
+  Entries where ``valid`` (a bool array of the same shape) is False are not checked.
   """
   try:
     correct = jnp.asarray(correct)
@@ -56,9 +60,9 @@ def validate_correct(correct: ArrayLike, k: int) -> tuple[jax.Array, int, int]:
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
   dtype = correct.dtype if jnp.issubdtype(correct.dtype, jnp.floating) else jnp.result_type(float)
   values = correct.astype(dtype)
-  if checks.is_concrete(values):
+  if checks.is_concrete(values) and (valid is None or checks.is_concrete(valid)):
     v = np.asarray(values)
-    finite = np.isfinite(v)
+    finite = np.isfinite(v) & (True if valid is None else np.asarray(valid))
     if not np.all((v[finite] == 0) | (v[finite] == 1)):
       raise ValueError("correct must hold only 0/1 (or bool) values.")
   return values, n, k
@@ -73,7 +77,7 @@ def count_correct(values: jax.Array) -> tuple[jax.Array, jax.Array]:
   return count, index
 
 
-def pass_at_k(correct: ArrayLike, k: int) -> jax.Array:
+def pass_at_k(correct: ArrayLike, k: int, *, where: ArrayLike | None = None) -> jax.Array:
   """Unbiased pass@k estimate from n samples per group (Chen et al. 2021; PKPO Eq. 3).
 
   pass@k ≈ 1 - C(n - c, k) / C(n, k), with c the number of correct samples.  The
@@ -83,6 +87,9 @@ def pass_at_k(correct: ArrayLike, k: int) -> jax.Array:
   Args:
     correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
     k: static int, ``1 <= k <= n``.
+    where: keyword-only, optional bool, broadcastable to ``correct``: the valid
+      samples of each group (ragged groups; see the README's "Ragged groups"):
+      the estimate of a group is that of its m valid samples, NaN where m < k.
 
   Returns:
     ``[...]`` float32 (or the input's floating dtype) estimates in [0, 1].  A group
@@ -93,7 +100,11 @@ def pass_at_k(correct: ArrayLike, k: int) -> jax.Array:
   Raises:
     ValueError: if ``k`` is not an int in [1, n] or ``correct`` is not {0, 1}.
   """
-  values, n, k = validate_correct(correct, k)
+  correct_array = jnp.asarray(correct) if where is not None else correct
+  valid = ragged.as_valid(where, jnp.shape(correct_array))
+  values, n, k = validate_correct(correct_array, k, valid)
+  if valid is not None:
+    return _pass_at_k_ragged(values, valid, k)
   return _pass_at_k(values, k)
 
 
@@ -105,7 +116,7 @@ def _pass_at_k(values: jax.Array, k: int) -> jax.Array:
   return jnp.where(jnp.isfinite(count), table[index], jnp.nan)
 
 
-def max_at_k(rewards: ArrayLike, k: int) -> jax.Array:
+def max_at_k(rewards: ArrayLike, k: int, *, where: ArrayLike | None = None) -> jax.Array:
   """Unbiased max@k estimate: the mean over all k-subsets of the subset maximum.
 
   max@k ≈ (1/C(n,k)) Σ_{|I|=k} max_{i∈I} r_i = Σ_j w_j r_(j), w_j = C(j-1,k-1)/C(n,k)
@@ -124,6 +135,9 @@ def max_at_k(rewards: ArrayLike, k: int) -> jax.Array:
     rewards: ``[..., n]`` float rewards; samples on the last axis.  Ties and
       negative or infinite rewards are allowed.
     k: static int, ``1 <= k <= n``.
+    where: keyword-only, optional bool, broadcastable to ``rewards``: the valid
+      samples of each group; the estimate of a group is that of its m valid
+      samples (weights C(j−1, k−1)/C(m, k)), NaN where m < k.
 
   Returns:
     ``[...]`` estimates.  A NaN in a group makes that group's estimate NaN only.
@@ -134,6 +148,9 @@ def max_at_k(rewards: ArrayLike, k: int) -> jax.Array:
   rewards = checks.as_float_array(rewards, "rewards")
   n = rewards.shape[-1]
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
+  valid = ragged.as_valid(where, rewards.shape)
+  if valid is not None:
+    return _max_at_k_ragged(rewards, valid, k)
   return _max_at_k(rewards, k)
 
 
@@ -150,3 +167,27 @@ def _max_at_k(rewards: jax.Array, k: int) -> jax.Array:
     jnp.asarray(top),
     jnp.zeros(n, bool),
   )
+
+
+def ragged_estimate(values: jax.Array, valid: jax.Array, k: int) -> jax.Array:
+  """Σ_{t<=m} C(t−1, k−1)/C(m, k) r_(t) over each group's m valid samples (NaN if m < k)."""
+  n = values.shape[-1]
+  r_sorted, _, m, inside = ragged.sort_valid(values, valid)
+  weights = ragged.max_weights(n, k, m, values.dtype)
+  top = inside & (ragged.positions(values.shape) >= k)
+  estimate = sorted_kernels.rank_weighted_sum(r_sorted, weights, top, jnp.zeros_like(top))
+  return jnp.where(m[..., 0] >= k, estimate, jnp.nan)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _max_at_k_ragged(rewards: jax.Array, valid: jax.Array, k: int) -> jax.Array:
+  return ragged_estimate(rewards, valid, k)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _pass_at_k_ragged(values: jax.Array, valid: jax.Array, k: int) -> jax.Array:
+  # Binary rewards: the estimate sums the weights of the c correct samples, the top
+  # c valid ranks (= 1 − C(m − c, k)/C(m, k), as a sum of positive terms).
+  finite = jnp.all(jnp.isfinite(values) | ~valid, axis=-1)
+  estimate = ragged_estimate(jnp.where(jnp.isfinite(values), values, 0), valid, k)
+  return jnp.where(finite, estimate, jnp.nan)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 import jax
+from jax import lax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from maxk._src import checks
 from maxk._src import combinatorics
 from maxk._src import metrics
+from maxk._src import ragged
 from maxk._src import sorted_kernels
 
 
@@ -34,7 +36,13 @@ def _check_eps(eps: object) -> None:
     raise ValueError(f"eps={eps!r} must be a real number >= 0.")
 
 
-def grpo_advantages(rewards: ArrayLike, *, eps: float = 1e-6, std_ddof: int = 0) -> jax.Array:
+def grpo_advantages(
+  rewards: ArrayLike,
+  *,
+  eps: float = 1e-6,
+  std_ddof: int = 0,
+  where: ArrayLike | None = None,
+) -> jax.Array:
   """GRPO advantages (r_i − mean(r)) / (std(r) + eps) within each group.
 
   Shao et al. 2024 (DeepSeekMath), outcome supervision.  ``std`` divides by
@@ -57,6 +65,10 @@ def grpo_advantages(rewards: ArrayLike, *, eps: float = 1e-6, std_ddof: int = 0)
     rewards: ``[..., n]`` rewards, samples on the last axis.
     eps: keyword-only, added to the std; must be >= 0.
     std_ddof: keyword-only, 0 (population std, default) or 1 (sample std).
+    where: keyword-only, optional bool, broadcastable to the input: the valid
+      samples of each group (ragged groups; n is each group's number m of valid
+      samples); the others get 0, as does every sample of a group with too few
+      (m < 1).
 
   Returns:
     ``[..., n]`` advantages.  A NaN in a group makes that whole group NaN.
@@ -67,6 +79,9 @@ def grpo_advantages(rewards: ArrayLike, *, eps: float = 1e-6, std_ddof: int = 0)
   rewards = checks.as_float_array(rewards, "rewards")
   _check_eps(eps)
   std_ddof = checks.check_int(std_ddof, "std_ddof", low=0, high=1)
+  valid = ragged.as_valid(where, rewards.shape)
+  if valid is not None:
+    return _grpo_ragged(rewards, valid, eps, std_ddof)
   return _grpo(rewards, eps, std_ddof)
 
 
@@ -75,13 +90,17 @@ def _grpo(rewards: jax.Array, eps: float | jax.Array, ddof: int) -> jax.Array:
   return sorted_kernels.zscore(rewards, eps=eps, ddof=ddof)
 
 
-def rloo_advantages(rewards: ArrayLike) -> jax.Array:
+def rloo_advantages(rewards: ArrayLike, *, where: ArrayLike | None = None) -> jax.Array:
   """REINFORCE leave-one-out: a_i = r_i − mean_{j≠i} r_j = n/(n−1) (r_i − mean(r)).
 
   Kool et al. 2019; Ahmadian et al. 2024.  Unbiased for ∇ E[r] (max@1).
 
   Args:
     rewards: ``[..., n]`` rewards with n >= 2.
+    where: keyword-only, optional bool, broadcastable to the input: the valid
+      samples of each group (ragged groups; n is each group's number m of valid
+      samples); the others get 0, as does every sample of a group with too few
+      (m < 2).
 
   Returns:
     ``[..., n]`` advantages.
@@ -89,6 +108,9 @@ def rloo_advantages(rewards: ArrayLike) -> jax.Array:
   rewards = checks.as_float_array(rewards, "rewards")
   n = rewards.shape[-1]
   checks.check_int(n, "n (rewards.shape[-1])", low=2)
+  valid = ragged.as_valid(where, rewards.shape)
+  if valid is not None:
+    return _rloo_ragged(rewards, valid)
   return _rloo(rewards)
 
 
@@ -102,7 +124,7 @@ def _rloo(rewards: jax.Array) -> jax.Array:
   return rewards - (total - rewards) / (n - 1)
 
 
-def max_minus_second_advantages(rewards: ArrayLike) -> jax.Array:
+def max_minus_second_advantages(rewards: ArrayLike, *, where: ArrayLike | None = None) -> jax.Array:
   """The top sample gets r_max − r_second, all others 0 (Tang et al. 2025; verl ``grpo_passk``).
 
   This is max(r) − max(r_{−i}), the leave-one-out estimator of ∇ max@n: only the
@@ -113,6 +135,10 @@ def max_minus_second_advantages(rewards: ArrayLike) -> jax.Array:
 
   Args:
     rewards: ``[..., n]`` rewards with n >= 2.
+    where: keyword-only, optional bool, broadcastable to the input: the valid
+      samples of each group (ragged groups; n is each group's number m of valid
+      samples); the others get 0, as does every sample of a group with too few
+      (m < 2).
 
   Returns:
     ``[..., n]`` advantages, nonzero only at the (untied) top sample.
@@ -120,21 +146,24 @@ def max_minus_second_advantages(rewards: ArrayLike) -> jax.Array:
   rewards = checks.as_float_array(rewards, "rewards")
   n = rewards.shape[-1]
   checks.check_int(n, "n (rewards.shape[-1])", low=2)
-  return _max_minus_second(rewards)
+  valid = ragged.as_valid(where, rewards.shape)
+  if valid is None:
+    valid = jnp.ones(rewards.shape, bool)
+  return _max_minus_second(rewards, valid)
 
 
 @jax.jit
-def _max_minus_second(rewards: jax.Array) -> jax.Array:
+def _max_minus_second(rewards: jax.Array, valid: jax.Array) -> jax.Array:
   # Only the top value, its tie count and the largest value below it are needed:
   # two reductions instead of a sort.  With a tied top the value is 0.
-  top = jnp.max(rewards, axis=-1, keepdims=True)
-  is_top = rewards == top
+  top = jnp.max(jnp.where(valid, rewards, -jnp.inf), axis=-1, keepdims=True)
+  is_top = (rewards == top) & valid
   n_top = jnp.sum(is_top, axis=-1, keepdims=True)
-  below = jnp.max(jnp.where(is_top, -jnp.inf, rewards), axis=-1, keepdims=True)
+  below = jnp.max(jnp.where(is_top | ~valid, -jnp.inf, rewards), axis=-1, keepdims=True)
   value = jnp.where(n_top == 1, top - below, 0)
-  out = jnp.where(is_top, value, 0)
-  # A NaN anywhere in the group makes every entry of that group NaN.
-  return jnp.where(jnp.isnan(top), jnp.nan, out)
+  out = jnp.where(is_top & (ragged.count(valid) >= 2), value, 0)
+  # A NaN anywhere in the group's valid samples makes every valid entry NaN.
+  return jnp.where(jnp.isnan(top) & valid, jnp.nan, out)
 
 
 @functools.lru_cache(maxsize=256)
@@ -158,7 +187,9 @@ def _pass_at_k_training_tables(n: int, k: int) -> tuple[np.ndarray, np.ndarray, 
   return pos, neg, inv_sigma
 
 
-def pass_at_k_training_advantages(correct: ArrayLike, k: int, *, eps: float = 0.0) -> jax.Array:
+def pass_at_k_training_advantages(
+  correct: ArrayLike, k: int, *, eps: float = 0.0, where: ArrayLike | None = None
+) -> jax.Array:
   """Analytic Pass@k-Training advantages (Chen et al., arXiv 2508.10751, Eqs. 11-15).
 
   With N = n rollouts of which N_neg are incorrect, the group's pass@k reward is
@@ -177,6 +208,10 @@ def pass_at_k_training_advantages(correct: ArrayLike, k: int, *, eps: float = 0.
     correct: ``[..., n]`` bool or {0, 1}.
     k: static int, ``1 <= k <= n``.
     eps: keyword-only, added to σ; must be >= 0.
+    where: keyword-only, optional bool, broadcastable to the input: the valid
+      samples of each group (ragged groups; n is each group's number m of valid
+      samples); the others get 0, as does every sample of a group with too few
+      (m < k).
 
   Returns:
     ``[..., n]`` advantages.
@@ -185,7 +220,11 @@ def pass_at_k_training_advantages(correct: ArrayLike, k: int, *, eps: float = 0.
     ValueError: bad ``k``, ``eps`` < 0, or non-binary ``correct`` (eagerly).
   """
   _check_eps(eps)
-  values, n, k = metrics.validate_correct(correct, k)
+  correct_array = jnp.asarray(correct) if where is not None else correct
+  valid = ragged.as_valid(where, jnp.shape(correct_array))
+  values, n, k = metrics.validate_correct(correct_array, k, valid)
+  if valid is not None:
+    return _pass_at_k_training_ragged(values, valid, k, eps)
   return _pass_at_k_training(values, k, eps)
 
 
@@ -206,7 +245,9 @@ def _pass_at_k_training(values: jax.Array, k: int, eps: float | jax.Array) -> ja
   return jnp.where(jnp.all(jnp.isfinite(values), axis=-1, keepdims=True), out, jnp.nan)
 
 
-def maxrl_advantages(correct: ArrayLike, *, control_variate: bool = True) -> jax.Array:
+def maxrl_advantages(
+  correct: ArrayLike, *, control_variate: bool = True, where: ArrayLike | None = None
+) -> jax.Array:
   """MaxRL advantages for binary rewards (Tajwar et al., arXiv 2602.02710).
 
   MaxRL truncates the expansion log p = −Σ_{k>=1} (1 − p)^k / k of the
@@ -228,6 +269,10 @@ def maxrl_advantages(correct: ArrayLike, *, control_variate: bool = True) -> jax
   Args:
     correct: ``[..., n]`` bool or {0, 1}, samples on the last axis.
     control_variate: keyword-only, see above.
+    where: keyword-only, optional bool, broadcastable to the input: the valid
+      samples of each group (ragged groups; n is each group's number m of valid
+      samples); the others get 0, as does every sample of a group with too few
+      (m < 1).
 
   Returns:
     ``[..., n]`` advantages; a group with a non-finite entry is all NaN.
@@ -238,17 +283,72 @@ def maxrl_advantages(correct: ArrayLike, *, control_variate: bool = True) -> jax
   """
   if not isinstance(control_variate, (bool, np.bool_)):
     raise ValueError(f"control_variate={control_variate!r} must be a bool.")
-  values, _, _ = metrics.validate_correct(correct, 1)
-  return _maxrl(values, bool(control_variate))
+  correct_array = jnp.asarray(correct) if where is not None else correct
+  valid = ragged.as_valid(where, jnp.shape(correct_array))
+  values, _, _ = metrics.validate_correct(correct_array, 1, valid)
+  return _maxrl(values, valid, bool(control_variate))
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _maxrl(values: jax.Array, control_variate: bool) -> jax.Array:
-  n = values.shape[-1]
+@functools.partial(jax.jit, static_argnums=2)
+def _maxrl(values: jax.Array, valid: jax.Array | None, control_variate: bool) -> jax.Array:
+  if valid is None:
+    n: int | jax.Array = values.shape[-1]
+    valid = jnp.ones(values.shape, bool)
+  else:
+    n = ragged.count(valid).astype(values.dtype)
+    values = jnp.where(valid, values, 0)
   count = jnp.sum(values, axis=-1, keepdims=True)
   safe = jnp.where(count > 0, count, 1)
-  out = n * values / safe
+  # n c_i / K − 1 is (n − K)/K for a correct sample and −1 otherwise: written so, an
+  # all-correct group gets exactly 0 (n·1/K − 1 may round, or fuse, to 3e-8).
   if control_variate:
-    out = out - 1
-  out = jnp.where(count > 0, out, 0)
-  return jnp.where(jnp.all(jnp.isfinite(values), axis=-1, keepdims=True), out, jnp.nan)
+    out = jnp.where(values == 1, (n - count) / safe, -1.0)
+  else:
+    out = jnp.where(values == 1, n / safe, 0.0)
+  out = jnp.where((count > 0) & valid, out, 0)
+  finite = jnp.all(jnp.isfinite(values), axis=-1, keepdims=True)
+  return jnp.where(finite | ~valid, out, jnp.nan)
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _grpo_ragged(
+  rewards: jax.Array, valid: jax.Array, eps: float | jax.Array, ddof: int
+) -> jax.Array:
+  return sorted_kernels.zscore(rewards, eps=eps, ddof=ddof, valid=valid)
+
+
+@jax.jit
+def _rloo_ragged(rewards: jax.Array, valid: jax.Array) -> jax.Array:
+  m = ragged.count(valid)
+  top = jnp.max(jnp.where(valid, rewards, -jnp.inf), axis=-1, keepdims=True)
+  x = jnp.where(valid, rewards - lax.stop_gradient(sorted_kernels.finite_or_zero(top)), 0)
+  total = jnp.sum(x, axis=-1, keepdims=True)
+  out = x - (total - x) / jnp.maximum(m - 1, 1).astype(x.dtype)
+  return ragged.nan_group(rewards, valid, jnp.where(valid & (m >= 2), out, 0))
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _pass_at_k_training_ragged(
+  values: jax.Array, valid: jax.Array, k: int, eps: float | jax.Array
+) -> jax.Array:
+  # f = C(N_neg, k)/C(m, k) = 1 − R̄ from the ragged tables; R̄ (pass@k) as the sum
+  # of its positive terms, so that neither σ = sqrt(f R̄) nor Â_pos = sqrt(f / R̄)
+  # cancels; Â_neg = −(c / N_neg)·Â_pos.
+  n, dtype = values.shape[-1], values.dtype
+  finite = jnp.isfinite(values)
+  v = jnp.where(valid & finite, values, 0)
+  m = ragged.count(valid)
+  c = jnp.sum(v, axis=-1, keepdims=True)
+  n_neg = m - jnp.round(c).astype(jnp.int32)
+  tables = ragged.pass_at_k_tables(n, k)
+  f = ragged.gathered_ratio(tables.fail_count, n_neg, tables.inv, m, dtype)
+  success = metrics.ragged_estimate(v, valid, k)[..., None]
+  positive = (f > 0) & (success > 0)
+  sigma = jnp.sqrt(jnp.where(positive, f * success, 1))
+  pos = jnp.where(positive, jnp.sqrt(jnp.where(positive, f / success, 1)), 0)
+  neg = -pos * c / jnp.maximum(n_neg, 1).astype(dtype)
+  eps = jnp.asarray(eps, dtype)
+  factor = jnp.where(eps > 0, sigma / (sigma + eps), 1)
+  out = jnp.where(v == 1, pos * factor, neg * factor)
+  out = jnp.where(valid & (m >= k), out, 0)
+  return jnp.where(jnp.all(finite | ~valid, axis=-1, keepdims=True) | ~valid, out, jnp.nan)

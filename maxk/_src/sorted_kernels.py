@@ -104,7 +104,9 @@ def from_group_max(x: jax.Array) -> jax.Array:
   return x - lax.stop_gradient(finite_or_zero(top))
 
 
-def zscore(x: jax.Array, *, eps: float | jax.Array, ddof: int = 0) -> jax.Array:
+def zscore(
+  x: jax.Array, *, eps: float | jax.Array, ddof: int = 0, valid: jax.Array | None = None
+) -> jax.Array:
   """(x − mean) / (std + eps) over the last axis; std with ``n − ddof`` in the divisor.
 
   Computed on x measured from its group maximum (:func:`from_group_max`), so a
@@ -122,25 +124,44 @@ def zscore(x: jax.Array, *, eps: float | jax.Array, ddof: int = 0) -> jax.Array:
     x: ``[..., n]`` values.
     eps: keyword-only, added to the std.
     ddof: keyword-only, 0 (population std) or 1 (sample std).
+    valid: keyword-only, optional ``[..., n]`` bool: only these entries form the
+      group (n is then their number per group); the others get exactly 0.
 
   Returns:
     ``[..., n]`` standardised values.
   """
-  n = x.shape[-1]
-  values, x = x, from_group_max(x)
-  spread = -jnp.min(x, axis=-1, keepdims=True)
-  spread = lax.stop_gradient(jnp.where(jnp.isfinite(spread) & (spread > 0), spread, 1))
+  values = x
+  if valid is None:
+    n: int | jax.Array = x.shape[-1]
+    x = from_group_max(x)
+    low = jnp.min(x, axis=-1, keepdims=True)
+  else:
+    n = jnp.sum(valid, axis=-1, keepdims=True, dtype=jnp.int32)
+    top = jnp.max(jnp.where(valid, x, -jnp.inf), axis=-1, keepdims=True)
+    x = jnp.where(valid, x - lax.stop_gradient(finite_or_zero(top)), 0)
+    low = jnp.min(jnp.where(valid, x, jnp.inf), axis=-1, keepdims=True)
+  spread = lax.stop_gradient(jnp.where(jnp.isfinite(low) & (low < 0), -low, 1))
   x = x / spread
-  centred = x - jnp.mean(x, axis=-1, keepdims=True)
+  if valid is None:
+    centred = x - jnp.mean(x, axis=-1, keepdims=True)
+  else:
+    mean = jnp.sum(x, axis=-1, keepdims=True) / jnp.maximum(n, 1).astype(x.dtype)
+    centred = jnp.where(valid, x - mean, 0)
   sq = jnp.sum(jnp.square(centred), axis=-1, keepdims=True)
-  var = sq / (n - ddof) if n > ddof else jnp.zeros_like(sq)
+  dof = n - ddof
+  if isinstance(dof, int):
+    var = sq / dof if dof > 0 else jnp.zeros_like(sq)
+  else:
+    var = jnp.where(dof > 0, sq / jnp.maximum(dof, 1).astype(sq.dtype), 0)
   positive = var > 0
   std = jnp.where(positive, jnp.sqrt(jnp.where(positive, var, 1)), 0)
   denom = std + eps / spread
   safe = jnp.where(denom > 0, denom, 1)
-  return checks.nan_group(
-    values, jnp.where(denom > 0, centred / safe, jnp.where(jnp.isnan(denom), jnp.nan, 0))
-  )
+  out = jnp.where(denom > 0, centred / safe, jnp.where(jnp.isnan(denom), jnp.nan, 0))
+  if valid is None:
+    return checks.nan_group(values, out)
+  bad = jnp.any(jnp.isnan(values) & valid, axis=-1, keepdims=True)
+  return jnp.where(valid, jnp.where(bad, jnp.nan, out), 0)
 
 
 def _two_sum(

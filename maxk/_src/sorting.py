@@ -52,23 +52,28 @@ def _scatter_last(values: jax.Array, index: jax.Array) -> jax.Array:
   return jnp.zeros_like(v).at[rows, i].set(v, unique_indices=True).reshape(shape)
 
 
-def _stable_rank(x: jax.Array) -> jax.Array:
+def _stable_rank(x: jax.Array, last: jax.Array | None = None) -> jax.Array:
   """Position of each entry in the stable ascending sort of its group.
 
-  Entry j sorts before entry i iff (key_j, nan_j, j) < (key_i, nan_i, i)
-  lexicographically, with key = x where x is not NaN and +inf where it is: NaN
-  after +inf, ties in index order.  rank_i counts the j that sort before i.
+  Entry j sorts before entry i iff (key_j, class_j, j) < (key_i, class_i, i)
+  lexicographically, with key = x where x is a number and +inf where it is NaN or
+  ``last``, and class 0 for a number, 1 for NaN, 2 for a ``last`` entry: NaN after
+  +inf, the ``last`` entries after everything, ties in index order.  rank_i counts
+  the j that sort before i.
   """
   x = lax.stop_gradient(x)  # ranks are integers; no tangent flows through them
   n = x.shape[-1]
   nan = jnp.isnan(x)
-  key = jnp.where(nan, jnp.inf, x)
+  cls = nan.astype(jnp.int32)
+  if last is not None:
+    cls = jnp.where(last, 2, cls)
+  key = jnp.where(cls > 0, jnp.inf, x)
   index = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 1)
 
   def count_entry_j(j: jax.Array, rank: jax.Array) -> jax.Array:
     key_j = lax.dynamic_slice_in_dim(key, j, 1, axis=-1)
-    nan_j = lax.dynamic_slice_in_dim(nan, j, 1, axis=-1)
-    tie_before = (nan_j < nan) | ((nan_j == nan) & (j < index))
+    cls_j = lax.dynamic_slice_in_dim(cls, j, 1, axis=-1)
+    tie_before = (cls_j < cls) | ((cls_j == cls) & (j < index))
     before = (key_j < key) | ((key_j == key) & tie_before)
     return rank + before.astype(jnp.int32)
 
@@ -87,6 +92,26 @@ def sort_last(x: jax.Array, *others: jax.Array) -> tuple[jax.Array, ...]:
   if not _use_pairwise(x.shape):
     return lax.sort((x, *others, iota), dimension=axis, num_keys=1, is_stable=True)
   perm = _scatter_last(iota, _stable_rank(x))
+  gathered = tuple(jnp.take_along_axis(y, perm, axis=-1) for y in (x, *others))
+  return (*gathered, perm)
+
+
+def sort_valid_first(x: jax.Array, valid: jax.Array, *others: jax.Array) -> tuple[jax.Array, ...]:
+  """:func:`sort_last` of the ``valid`` entries, with the others after them.
+
+  The valid entries of a group come first, ascending and stable (NaN after +inf);
+  the entries where ``valid`` is False follow in index order, whatever their values.
+
+  Returns:
+    ``(x_sorted, others_sorted..., perm)`` as :func:`sort_last`.
+  """
+  axis = x.ndim - 1
+  iota = lax.broadcasted_iota(jnp.int32, x.shape, axis)
+  if not _use_pairwise(x.shape):
+    keys = ((~valid).astype(jnp.int32), jnp.where(valid, x, 0))
+    out = lax.sort((*keys, x, *others, iota), dimension=axis, num_keys=2, is_stable=True)
+    return tuple(out[2:])
+  perm = _scatter_last(iota, _stable_rank(x, ~valid))
   gathered = tuple(jnp.take_along_axis(y, perm, axis=-1) for y in (x, *others))
   return (*gathered, perm)
 

@@ -204,6 +204,13 @@ def _binom_ratio(top, bottom, n: int, k: int) -> np.ndarray:
   return np.where(ok, np.exp(log), 0.0)
 
 
+def max_at_k_float64(r, k: int) -> float:
+  """Σ_j C(j-1, k-1)/C(n, k) r_(j) of one group in float64 (log-gamma weights)."""
+  g = np.sort(np.asarray(r, np.float64))
+  j = np.arange(1, g.size + 1)
+  return float(_binom_ratio(j - 1, k - 1, g.size, k) @ g)
+
+
 def advantages_float64(r, k: int, baseline: str) -> np.ndarray:
   """``max_at_k_advantages`` of every row of ``r [B, n]`` in float64, group by group.
 
