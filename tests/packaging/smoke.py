@@ -3,8 +3,9 @@
 Usage: ``python smoke.py ENV_DIR``.  Imports only maxk, its dependencies and the
 standard library.  Checks that maxk comes from ENV_DIR (not a source tree), that
 nothing but maxk's own dependencies is installed there, that every name in
-``maxk.__all__`` imports, and one jitted call of each family against values computed
-here from the definitions (subsets by ``itertools``, binomials by ``math.comb``).
+``maxk.__all__`` imports, one jitted call of each family against values computed
+here from the definitions (subsets by ``itertools``, binomials by ``math.comb``), and
+that ``maxk.contrib.tunix`` imports without tunix.
 """
 
 import importlib.metadata
@@ -133,6 +134,16 @@ def main(env_dir):
   # The bias checker ships in the wheel: RLOO follows n·∇E[r] exactly (n = 3 here).
   check_rloo = maxk.testing.gradient_bias(maxk.rloo_advantages, [0.5, 0.5], [0.0, 1.0], 3, [1.0])
   assert check_rloo.verdict == "unbiased up to a factor 3", check_rloo
+  # The tunix adapter ships too and imports without tunix; registering says how to get it.
+  from maxk.contrib import tunix as maxk_tunix
+
+  try:
+    maxk_tunix.advantage_estimator("max_at_k", k=2)
+  except ImportError as e:
+    assert "pip install google-tunix" in str(e), e
+  else:
+    raise AssertionError("advantage_estimator registered without tunix installed")
+  print("ok maxk.contrib.tunix without tunix")
   print("smoke test passed")
 
 

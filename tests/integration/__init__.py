@@ -1,0 +1,1 @@
+"""Tests that run maxk inside other libraries, each in its own environment."""
