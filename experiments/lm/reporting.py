@@ -232,7 +232,11 @@ def wilson_interval(successes: int, trials: int) -> tuple[float, float, float, f
   p = successes / trials
   center = (p + z * z / (2 * trials)) / (1 + z * z / trials)
   half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-  return p, math.sqrt(p * (1 - p) / trials), max(0.0, center - half), min(1.0, center + half)
+  # The interval holds p̂ (at 0 and 1 successes-to-trials it ends there exactly, where
+  # center ∓ half would leave a rounding error of ~1e-17).
+  lo = 0.0 if successes == 0 else min(p, max(0.0, center - half))
+  hi = 1.0 if successes == trials else max(p, min(1.0, center + half))
+  return p, math.sqrt(p * (1 - p) / trials), lo, hi
 
 
 def per_prompt_estimates(ev: Evaluation) -> tuple[np.ndarray, np.ndarray]:

@@ -137,7 +137,9 @@ def test_bins_and_unsolved_rows():
   assert math.isnan(unsolved["base"]["diff_vs_base"])
 
 
-@pytest.mark.parametrize("successes, trials", [(0, 7), (3, 7), (7, 7), (1, 1), (40, 64)])
+@pytest.mark.parametrize(
+  "successes, trials", [(0, 5), (5, 5), (0, 7), (3, 7), (7, 7), (1, 1), (40, 64)]
+)
 def test_solved_fraction_interval_is_wilsons_and_stays_in_0_1(successes, trials):
   want = stats.binomtest(successes, trials).proportion_ci(0.95, method="wilson")
   p, se, lo, hi = reporting.wilson_interval(successes, trials)
