@@ -38,6 +38,7 @@ import numpy as np
 from maxk._src import advantages
 from maxk._src import checks
 from maxk._src import combinatorics
+from maxk._src import ragged
 from maxk._src import sorted_kernels
 from maxk._src import sorting
 
@@ -99,7 +100,12 @@ def _validate(
 
 
 def max_at_k_surrogate(
-  logp: ArrayLike, logp_old: ArrayLike, rewards: ArrayLike, k: int
+  logp: ArrayLike,
+  logp_old: ArrayLike,
+  rewards: ArrayLike,
+  k: int,
+  *,
+  where: ArrayLike | None = None,
 ) -> jax.Array:
   """Importance-weighted U-statistic J of max@k, differentiable in ``logp``.
 
@@ -115,6 +121,10 @@ def max_at_k_surrogate(
     logp_old: ``[..., n]`` log π_old(y_i) under the sampling policy.
     rewards: ``[..., n]`` rewards.
     k: static int, ``1 <= k <= n``.
+    where: keyword-only, optional bool, broadcastable to ``rewards``: the valid
+      samples of each group (ragged groups): J over the m valid samples.  J is an
+      objective whose gradient is the advantages, so a group with m < k gives 0
+      (and gradient 0), as advantages do.
 
   Returns:
     ``[...]`` the estimate J per group; NaN for a group with a NaN reward or
@@ -127,6 +137,14 @@ def max_at_k_surrogate(
   logp_old = checks.as_float_array(logp_old, "logp_old")
   checks.check_same_shape(logp, "logp", logp_old, "logp_old")
   rewards, log_ratio, n, k = _validate(rewards, logp - logp_old, k, "logp")
+  valid = ragged.as_valid(where, rewards.shape)
+  if valid is not None:
+    # Masked samples leave the group; their log-ratio enters with gradient 0.
+    bad = jnp.any((jnp.isnan(rewards) | jnp.isnan(log_ratio)) & valid, axis=-1)
+    poison = jnp.where(bad, jnp.nan, 0.0) * jnp.sum(
+      jnp.where(bad[..., None] & valid, log_ratio, 0.0), axis=-1
+    )
+    return _surrogate_ragged(rewards, log_ratio, valid, k) + poison
   # The value is NaN for a group holding a NaN; the poison term makes its gradient
   # NaN too (for k = 1, J separates over samples, so the gradient alone would stay
   # finite for the group's other samples) and is exactly 0, with gradient 0, elsewhere.
@@ -171,7 +189,12 @@ def _first_order_sorted(r_sorted: jax.Array, delta_sorted: jax.Array, n: int, k:
 
 
 def max_at_k_advantages_off_policy(
-  rewards: ArrayLike, log_ratio: ArrayLike, k: int, *, method: str = "exact"
+  rewards: ArrayLike,
+  log_ratio: ArrayLike,
+  k: int,
+  *,
+  method: str = "exact",
+  where: ArrayLike | None = None,
 ) -> jax.Array:
   """Off-policy max@k gradient weights a_i = (1/C(n,k)) Σ_{|I|=k, I∋i} w(I) max_I r.
 
@@ -192,6 +215,9 @@ def max_at_k_advantages_off_policy(
     log_ratio: ``[..., n]`` log π_θ(y_i) − log π_old(y_i), same shape as ``rewards``.
     k: static int, ``1 <= k <= n``.
     method: ``"exact"`` or ``"first_order"``.
+    where: keyword-only, optional bool, broadcastable to ``rewards``: the valid
+      samples of each group (ragged groups); weights over the m valid samples,
+      0 for the others and for every sample of a group with m < k.
 
   Returns:
     ``[..., n]`` weights in the caller's sample order.
@@ -201,6 +227,9 @@ def max_at_k_advantages_off_policy(
   """
   rewards, log_ratio, n, k = _validate(rewards, log_ratio, k)
   method = checks.check_option(method, "method", METHODS)
+  valid = ragged.as_valid(where, rewards.shape)
+  if valid is not None:
+    return _off_policy_ragged(rewards, log_ratio, valid, k, method)
   return _off_policy(rewards, log_ratio, k, method)
 
 
@@ -217,3 +246,56 @@ def _off_policy(rewards: jax.Array, log_ratio: jax.Array, k: int, method: str) -
   return checks.nan_group(
     jnp.where(jnp.isnan(log_ratio), jnp.nan, rewards), sorting.unsort_last(a_sorted, perm)
   )
+
+
+def _sort_ragged(
+  rewards: jax.Array, log_ratio: jax.Array, valid: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+  """Valid samples first in ascending reward order (ranks 1..m), then the others
+  with reward and log-ratio 0: the mean-ESP scan over positions 1..m is then that
+  of the m valid samples, and later positions carry weight 0."""
+  r_sorted, lr_sorted, perm = sorting.sort_valid_first(rewards, valid, log_ratio)
+  m = ragged.count(valid)
+  inside = ragged.positions(rewards.shape) <= m
+  return jnp.where(inside, r_sorted, 0), jnp.where(inside, lr_sorted, 0), perm, m, inside
+
+
+def _surrogate_sorted_ragged(
+  lr_sorted: jax.Array, r_sorted: jax.Array, m: jax.Array, k: int
+) -> jax.Array:
+  n = r_sorted.shape[-1]
+  rho = jnp.exp(lr_sorted)
+  weights = ragged.max_weights(n, k, m, r_sorted.dtype)
+  terms = r_sorted * rho * _mean_esp_scan(rho, k)
+  return jnp.sum(jnp.where(weights != 0, weights * terms, 0), axis=-1)
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _surrogate_ragged(
+  rewards: jax.Array, log_ratio: jax.Array, valid: jax.Array, k: int
+) -> jax.Array:
+  r_sorted, lr_sorted, _, m, _ = _sort_ragged(rewards, log_ratio, valid)
+  return _surrogate_sorted_ragged(lr_sorted, r_sorted, m, k)
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _off_policy_ragged(
+  rewards: jax.Array, log_ratio: jax.Array, valid: jax.Array, k: int, method: str
+) -> jax.Array:
+  n, dtype = rewards.shape[-1], rewards.dtype
+  r_sorted, lr_sorted, perm, m, inside = _sort_ragged(rewards, log_ratio, valid)
+  if method == "exact":
+    _, vjp = jax.vjp(lambda lr: _surrogate_sorted_ragged(lr, r_sorted, m, k), lr_sorted)
+    (a_sorted,) = vjp(jnp.ones(rewards.shape[:-1], dtype))
+  else:
+    delta = jnp.expm1(lr_sorted)
+    s = ragged.apply(r_sorted, ragged.max_transform(n, k, "none", m, dtype))
+    a_sorted = s * (1 + delta)
+    if k >= 2:
+      u = ragged.apply(r_sorted, ragged.pair_transform(n, k, m, dtype))
+      lower = jnp.cumsum(delta, axis=-1) - delta
+      upper = sorted_kernels.exclusive_suffix_sum(delta * u)
+      a_sorted = a_sorted + u * lower + upper
+  a_sorted = jnp.where(inside & (m >= k), a_sorted, 0)
+  poisoned = jnp.where(jnp.isnan(log_ratio), jnp.nan, rewards)
+  return ragged.nan_group(poisoned, valid, sorting.unsort_last(a_sorted, perm))

@@ -106,8 +106,8 @@ class MaxTables(NamedTuple):
   """Static factors of the max@k coefficients of a group of m valid samples.
 
   Over positions t = 1..n: ``diag`` C(t−1, k−1), ``suffix`` C(t−2, k−2),
-  ``minus_one`` C(t−1, k−2).  Over m = 0..n: ``inv`` 1/C(m, k) (the estimate's
-  normaliser), ``centred_prefix`` (k/m)/C(m−1, k), ``centred_suffix``
+  ``minus_one`` C(t−1, k−2), ``pair_suffix`` C(t−3, k−3).  Over m = 0..n: ``inv``
+  1/C(m, k) (the estimate's normaliser), ``centred_prefix`` (k/m)/C(m−1, k), ``centred_suffix``
   1/(m (k−1) C(m−1, k)), ``loo_prefix`` (k/(m−1))/C(m−1, k) and ``loo_suffix``
   1/(m (m−1) (k−1) C(m−1, k)) (0 where undefined).
   """
@@ -120,6 +120,7 @@ class MaxTables(NamedTuple):
   centred_suffix: Pow2
   loo_prefix: Pow2
   loo_suffix: Pow2
+  pair_suffix: Pow2
 
 
 @functools.lru_cache(maxsize=256)
@@ -145,6 +146,7 @@ def max_tables(n: int, k: int) -> MaxTables:
     centred_suffix=pow2(np.where(m > k, centred_suffix, -np.inf)),
     loo_prefix=pow2(np.where(m > k, loo_prefix, -np.inf)),
     loo_suffix=pow2(np.where(m > k, loo_suffix, -np.inf)),
+    pair_suffix=pow2(_log_binom(t - 3, k - 3)),
   )
 
 
@@ -217,6 +219,16 @@ def max_transform(n: int, k: int, kind: str, m: jax.Array, dtype: jnp.dtype) -> 
   return _inside(
     m, t, Coefficients(diag, jnp.where(at_k, none_suffix, suffix), jnp.where(at_k, zero, prefix))
   )
+
+
+def pair_transform(n: int, k: int, m: jax.Array, dtype: jnp.dtype) -> Coefficients:
+  """U_q = [C(q−2, k−2) r_(q) + Σ_{s>q} C(s−3, k−3) r_(s)] / C(m, k), the subsets
+  holding a given lower rank and q (the first-order off-policy weights; k >= 2)."""
+  tables = max_tables(n, k)
+  t = positions(m.shape[:-1] + (n,))
+  diag = product(tables.suffix, tables.inv, m, dtype)
+  suffix = product(tables.pair_suffix, tables.inv, m, dtype)
+  return _inside(m, t, Coefficients(diag, suffix, jnp.zeros(t.shape, dtype)))
 
 
 def _inside(m: jax.Array, t: jax.Array, c: Coefficients) -> Coefficients:

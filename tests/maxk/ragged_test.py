@@ -181,6 +181,34 @@ def test_where_broadcasts_and_bad_where_is_named():
   assert float(maxk.pass_at_k(np.array([1.0, -1.0]), 1, where=np.array([True, False]))) == 1.0
 
 
+@pytest.mark.parametrize("k", [1, 3])
+def test_off_policy_weights_and_surrogate_equal_the_compacted_calls(k):
+  x, valid = _inputs(False, seed=30 + k)
+  lr = (0.3 * np.random.default_rng(k).normal(size=x.shape)).astype(np.float32)
+  lr_junk = np.where(valid, lr, np.float32(np.nan))  # masked log-ratios are ignored too
+  for method in ("exact", "first_order"):
+    got = np.asarray(maxk.max_at_k_advantages_off_policy(x, lr_junk, k, method=method, where=valid))
+    want = np.zeros(x.shape)
+    for b in range(x.shape[0]):
+      if valid[b].sum() >= k:
+        v = valid[b]
+        want[b, v] = maxk.max_at_k_advantages_off_policy(x[b][v], lr[b][v], k, method=method)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+  # The surrogate: J of the valid samples (0 below k), and its gradient the exact weights.
+  zeros = np.zeros_like(lr)
+  value, grad = jax.value_and_grad(
+    lambda lp: jnp.sum(maxk.max_at_k_surrogate(lp, zeros, x, k, where=valid)), argnums=0
+  )(lr)
+  want_value = sum(
+    float(maxk.max_at_k_surrogate(lr[b][valid[b]], zeros[b][valid[b]], x[b][valid[b]], k))
+    for b in range(x.shape[0])
+    if valid[b].sum() >= k
+  )
+  assert float(value) == pytest.approx(want_value, rel=1e-5, abs=1e-5)
+  exact = maxk.max_at_k_advantages_off_policy(x, lr, k, where=valid)
+  np.testing.assert_allclose(grad, exact, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("k_frac", [0.0, 0.5])
 def test_float32_precision_at_n_4096_matches_dense_tolerance(k_frac):
   """Masked groups of m ≈ 3000 of n = 4096: within the dense test's 2e-6 · max|a|
@@ -211,8 +239,6 @@ def test_float32_precision_at_n_4096_matches_dense_tolerance(k_frac):
 _WITHOUT_WHERE_YET = frozenset(
   {
     "bayes_at_n",
-    "max_at_k_advantages_off_policy",
-    "max_at_k_surrogate",
     "mean_with_interval",
     "order_stat_advantages",
     "order_stat_at_k",
