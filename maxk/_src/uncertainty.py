@@ -42,6 +42,7 @@ import numpy as np
 from maxk._src import checks
 from maxk._src import combinatorics
 from maxk._src import metrics
+from maxk._src import ragged
 
 DISTRIBUTIONS = ("normal", "t")
 
@@ -483,8 +484,62 @@ def _posterior_moment_tables(n: int, k: int, alpha0: float, beta0: float) -> np.
   return np.stack([-np.expm1(log_m), std])
 
 
+@functools.lru_cache(maxsize=256)
+def _ragged_posterior_tables(
+  n: int, k: int, alpha0: float, beta0: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+  """For groups of m <= n valid samples: F(x) = Σ_{i<k} log(x + i) and G(x) =
+  Σ_{i<k} log1p(k/(x + i)) at x = β0 + f (f = 0..n failures) and at x = α0 + β0 + m
+  (m = 0..n), float64.  Then log m_k = F(b) − F(S) and D = G(b) − G(S) (see
+  :func:`_posterior_moment_tables`): separable in (f, m).  Each table is its first
+  value plus cumulative sums of same-sign steps, F(x+1) − F(x) = log1p(k/x) and
+  G(x+1) − G(x) = log(1 − k²/(x + k)²)."""
+
+  def tables(x0: float) -> tuple[np.ndarray, np.ndarray]:
+    f0 = _sum_over(k, lambda i: np.log(x0 + i))
+    g0 = _sum_over(k, lambda i: np.log1p(k / (x0 + i)))
+    x = x0 + np.arange(n, dtype=np.float64)
+    f_steps = np.log1p(k / x)
+    g_steps = combinatorics.log1m_ratio(float(k) ** 2, (x + k) ** 2)
+    f = f0 + np.concatenate([[0.0], np.cumsum(f_steps.astype(np.longdouble))]).astype(np.float64)
+    g = g0 + np.concatenate([[0.0], np.cumsum(g_steps.astype(np.longdouble))]).astype(np.float64)
+    return f, g
+
+  f_b, g_b = tables(beta0)
+  f_s, g_s = tables(alpha0 + beta0)
+  return f_b, g_b, f_s, g_s
+
+
+def _ragged_posterior(
+  values: jax.Array, valid: jax.Array, k: int, alpha0: float, beta0: float
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+  """(mean, std, a, b, finite) over each group's m valid samples (NaN where m = 0)."""
+  n, dtype = values.shape[-1], values.dtype
+  m = ragged.count(valid)[..., 0]
+  count = jnp.sum(jnp.where(valid, values, 0), axis=-1)
+  finite = jnp.isfinite(count) & (m >= 1)
+  c = jnp.clip(jnp.round(jnp.nan_to_num(count)), 0, n).astype(jnp.int32)
+  fails = jnp.maximum(m - c, 0)
+  f_b, g_b, f_s, g_s = (
+    ragged.split(t, dtype) for t in _ragged_posterior_tables(n, k, alpha0, beta0)
+  )
+  log_m = (f_b[0][fails] - f_s[0][m]) + (f_b[1][fails] - f_s[1][m])
+  d = (g_b[0][fails] - g_s[0][m]) + (g_b[1][fails] - g_s[1][m])
+  d = jnp.maximum(d, 0)
+  mean = -jnp.expm1(log_m)
+  std = jnp.exp(log_m + d / 2) * jnp.sqrt(-jnp.expm1(-d))
+  cf = c.astype(dtype)
+  return (
+    jnp.where(finite, mean, jnp.nan),
+    jnp.where(finite, std, jnp.nan),
+    alpha0 + cf,
+    beta0 + fails.astype(dtype),
+    finite,
+  )
+
+
 def _posterior_parts(
-  correct: ArrayLike, k: int, prior: tuple[float, float]
+  correct: ArrayLike, k: int, prior: tuple[float, float], where: ArrayLike | None = None
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
   """(mean, std, a, b, finite) of the per-prompt posterior of pass@k."""
   alpha0, beta0 = _check_prior(prior)
@@ -495,7 +550,10 @@ def _posterior_parts(
     shape = ()
   if shape and shape[-1] == 0:
     raise ValueError(f"correct needs n >= 1 samples on its last axis; got shape {shape}.")
-  values, n, _ = metrics.validate_correct(correct, 1)
+  valid = ragged.as_valid(where, shape) if where is not None else None
+  values, n, _ = metrics.validate_correct(correct, 1, valid)
+  if valid is not None:
+    return _ragged_posterior(values, valid, k, alpha0, beta0)
   count, index = metrics.count_correct(values)
   table = jnp.asarray(_posterior_moment_tables(n, k, alpha0, beta0), dtype=values.dtype)
   finite = jnp.isfinite(count)
@@ -511,6 +569,7 @@ def pass_at_k_posterior(
   *,
   confidence: float = 0.95,
   prior: tuple[float, float] = (1.0, 1.0),
+  where: ArrayLike | None = None,
 ) -> Interval:
   """Beta-posterior mean, std and equal-tailed credible interval of a prompt's pass@k.
 
@@ -537,6 +596,11 @@ def pass_at_k_posterior(
       posterior extrapolates pass@k beyond the number of samples.
     confidence: keyword-only, in (0, 1).
     prior: keyword-only static pair (α0, β0) > 0; default uniform.
+    where: keyword-only, optional bool, broadcastable to ``correct``: the valid
+      samples of each group (ragged groups): n and c of its m valid samples; NaN
+      where m = 0.  The tables are then separable in log space (F(b) − F(S) and
+      G(b) − G(S), kept as float pairs), with a relative error of a few ulp of
+      the float32 result.
 
   Returns:
     :class:`Interval` ``(mean, stderr=posterior std, lo, hi)`` of shape ``[...]``.
@@ -550,7 +614,7 @@ def pass_at_k_posterior(
   of the per-question success probability).
   """
   confidence = _check_confidence(confidence)
-  mean, std, a, b, finite = _posterior_parts(correct, k, prior)
+  mean, std, a, b, finite = _posterior_parts(correct, k, prior, where)
   lo, hi = _posterior_interval(a, b, finite, float(k), confidence)
   return Interval(mean, std, lo, hi)
 
@@ -573,6 +637,7 @@ def bayes_at_n(
   *,
   confidence: float = 0.95,
   prior: tuple[float, float] = (1.0, 1.0),
+  where: ArrayLike | None = None,
 ) -> Interval:
   """Posterior mean and credible interval of a benchmark's mean pass@k (Bayes@N).
 
@@ -593,6 +658,9 @@ def bayes_at_n(
     k: static int >= 1 (may exceed n).
     confidence: keyword-only, in (0, 1).
     prior: keyword-only static pair (α0, β0) > 0.
+    where: keyword-only, optional bool, broadcastable to ``correct``: the valid
+      samples of each prompt (as in :func:`pass_at_k_posterior`); a prompt with
+      none makes the score NaN.
 
   Returns:
     :class:`Interval` ``(mean, stderr=posterior std, lo, hi)`` of shape ``[...]``.
@@ -613,7 +681,7 @@ def bayes_at_n(
     raise ValueError(f"correct must have shape [..., P, n]; got shape {arr.shape}.")
   if arr.shape[-2] == 0:
     raise ValueError(f"correct needs P >= 1 prompts on axis -2; got shape {arr.shape}.")
-  mean, std, *_ = _posterior_parts(arr, k, prior)
+  mean, std, *_ = _posterior_parts(arr, k, prior, where)
   p = arr.shape[-2]
   crit = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
   # √(Σ_i std_i²) on stds brought near 1, so that tiny ones do not underflow when squared.

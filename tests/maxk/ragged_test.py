@@ -35,6 +35,18 @@ _SPECS = [
   _spec("max_at_k_variance_k1", _P(maxk.max_at_k_variance, k=1), 2, "estimate"),
   _spec("max_at_k_variance_k2", _P(maxk.max_at_k_variance, k=2), 4, "estimate"),
   _spec("pass_at_k_variance_k2", _P(maxk.pass_at_k_variance, k=2), 4, "estimate", True),
+  *[
+    _spec(
+      f"pass_at_k_posterior_k{k}_{part}",
+      lambda x, k=k, part=part, where=None: getattr(
+        maxk.pass_at_k_posterior(x, k, where=where), part
+      ),
+      1,
+      "estimate",
+      True,
+    )
+    for k, part in [(1, "mean"), (3, "stderr"), (12, "lo"), (3, "hi")]
+  ],
   _spec("grpo", maxk.grpo_advantages, 1, "advantage"),
   _spec("grpo_ddof1", _P(maxk.grpo_advantages, std_ddof=1, eps=0.0), 1, "advantage"),
   _spec("rloo", maxk.rloo_advantages, 2, "advantage"),
@@ -209,6 +221,16 @@ def test_off_policy_weights_and_surrogate_equal_the_compacted_calls(k):
   np.testing.assert_allclose(grad, exact, rtol=1e-5, atol=1e-6)
 
 
+def test_bayes_at_n_averages_the_ragged_posteriors():
+  x, valid = _inputs(True, seed=40)
+  valid[0, 0] = True  # every prompt has a valid sample
+  got = maxk.bayes_at_n(x, 2, where=valid)
+  posts = [maxk.pass_at_k_posterior(x[b][valid[b]], 2) for b in range(x.shape[0])]
+  assert float(got.mean) == pytest.approx(np.mean([float(p.mean) for p in posts]), rel=1e-6)
+  want_se = np.sqrt(np.sum([float(p.stderr) ** 2 for p in posts])) / x.shape[0]
+  assert float(got.stderr) == pytest.approx(want_se, rel=1e-6)
+
+
 @pytest.mark.parametrize("k_frac", [0.0, 0.5])
 def test_float32_precision_at_n_4096_matches_dense_tolerance(k_frac):
   """Masked groups of m ≈ 3000 of n = 4096: within the dense test's 2e-6 · max|a|
@@ -238,12 +260,10 @@ def test_float32_precision_at_n_4096_matches_dense_tolerance(k_frac):
 # Group-wise functions whose ragged form is still to come (issue #21 in progress).
 _WITHOUT_WHERE_YET = frozenset(
   {
-    "bayes_at_n",
     "mean_with_interval",
     "order_stat_advantages",
     "order_stat_at_k",
     "paired_difference",
-    "pass_at_k_posterior",
     "variance_split",
   }
 )
