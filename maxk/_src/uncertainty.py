@@ -270,8 +270,57 @@ def _mean_with_stderr(x: jax.Array) -> tuple[jax.Array, jax.Array]:
   return jnp.ldexp(mean, shift), jnp.ldexp(jnp.sqrt(var), shift)
 
 
+def _valid_prompts(where: ArrayLike | None, shape: tuple[int, ...], axis: int) -> jax.Array | None:
+  """``where`` broadcast to the estimates' shape, prompt axis last (None stays None)."""
+  valid = ragged.as_valid(where, shape)
+  return None if valid is None else jnp.moveaxis(valid, int(axis), -1)
+
+
+def _masked_moments(
+  x: jax.Array, valid: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+  """:func:`_scaled_moments` over the valid prompts of each row, and their number P."""
+  p = ragged.count(valid)[..., 0]
+  shift = _exponent_of_max(jnp.where(valid, x, 0))
+  y = jnp.where(valid, jnp.ldexp(x, -shift[..., None]), 0)
+  pf = jnp.maximum(p, 1).astype(x.dtype)
+  mean = jnp.sum(y, axis=-1) / pf
+  acc = jnp.promote_types(x.dtype, jnp.float32)
+  sq = jnp.sum(jnp.where(valid, jnp.square(y - mean[..., None]), 0), axis=-1, dtype=acc)
+  var = sq / jnp.maximum(pf - 1, 1)
+  enough = p >= 2
+  return (
+    shift,
+    jnp.where(enough, mean, jnp.nan),
+    jnp.where(enough, (var / pf).astype(x.dtype), jnp.nan),
+    p,
+  )
+
+
+@functools.lru_cache(maxsize=64)
+def _critical_table(confidence: float, distribution: str, size: int) -> np.ndarray:
+  """Critical values indexed by the number P = 0..size of valid prompts (NaN below 2)."""
+  return np.array(
+    [np.nan, np.nan]
+    + [_critical_value(confidence, distribution, p - 1) for p in range(2, size + 1)]
+  )
+
+
+def _masked_interval(
+  x: jax.Array, valid: jax.Array, confidence: float, distribution: str
+) -> Interval:
+  shift, mean, var, p = _masked_moments(x, valid)
+  crit = jnp.asarray(_critical_table(confidence, distribution, x.shape[-1]), x.dtype)[p]
+  return _interval(jnp.ldexp(mean, shift), jnp.ldexp(jnp.sqrt(var), shift), crit)
+
+
 def mean_with_interval(
-  estimates: ArrayLike, *, confidence: float = 0.95, axis: int = -1, distribution: str = "normal"
+  estimates: ArrayLike,
+  *,
+  confidence: float = 0.95,
+  axis: int = -1,
+  distribution: str = "normal",
+  where: ArrayLike | None = None,
 ) -> Interval:
   """Benchmark mean over prompts with its standard error and a confidence interval.
 
@@ -291,6 +340,10 @@ def mean_with_interval(
     confidence: keyword-only static float in (0, 1).
     axis: keyword-only, the prompt axis.
     distribution: keyword-only, ``"normal"`` (CLT) or ``"t"``.
+    where: keyword-only, optional bool, broadcastable to ``estimates``: the prompts
+      that count (e.g. ``~jnp.isnan(estimates)`` for the NaN estimates of groups
+      too small for a ragged estimator); P is then each row's number of them (t
+      with P − 1 degrees of freedom), and a row with fewer than 2 is NaN.
 
   Returns:
     :class:`Interval` of arrays with the prompt axis removed.  A NaN prompt makes its
@@ -306,10 +359,15 @@ def mean_with_interval(
   confidence = _check_confidence(confidence)
   x = _prompts_last(estimates, "estimates", axis)
   crit = _critical_value(confidence, distribution, x.shape[-1] - 1)
+  valid = _valid_prompts(where, jnp.moveaxis(x, -1, int(axis)).shape, axis)
+  if valid is not None:
+    return _masked_interval(x, valid, confidence, distribution)
   return _interval(*_mean_with_stderr(x), crit)
 
 
-def variance_split(estimates: ArrayLike, variances: ArrayLike, *, axis: int = -1) -> VarianceSplit:
+def variance_split(
+  estimates: ArrayLike, variances: ArrayLike, *, axis: int = -1, where: ArrayLike | None = None
+) -> VarianceSplit:
   """Splits the variance of the benchmark mean into between- and within-prompt parts.
 
   With per-prompt estimates x̂_i and unbiased estimates v_i of their sampling
@@ -327,6 +385,8 @@ def variance_split(estimates: ArrayLike, variances: ArrayLike, *, axis: int = -1
     estimates: ``[..., P, ...]`` per-prompt estimates, prompts along ``axis``.
     variances: same shape, per-prompt variance estimates.
     axis: keyword-only, the prompt axis.
+    where: keyword-only, optional bool, broadcastable to ``estimates``: the prompts
+      that count (P per row; NaN for a row with fewer than 2).
 
   Returns:
     :class:`VarianceSplit` of arrays with the prompt axis removed.  A NaN estimate
@@ -341,9 +401,15 @@ def variance_split(estimates: ArrayLike, variances: ArrayLike, *, axis: int = -1
   x = _prompts_last(estimates, "estimates", axis)
   v = _prompts_last(variances, "variances", axis)
   checks.check_same_shape(x, "estimates", v, "variances")
-  shift, mean, total = _scaled_moments(x)
+  valid = _valid_prompts(where, jnp.moveaxis(x, -1, int(axis)).shape, axis)
+  if valid is None:
+    shift, mean, total = _scaled_moments(x)
+    within = jnp.mean(v, axis=-1) / x.shape[-1]
+  else:
+    shift, mean, total, p = _masked_moments(x, valid)
+    pf = jnp.maximum(p, 1).astype(v.dtype)
+    within = jnp.where(p >= 2, jnp.sum(jnp.where(valid, v, 0), axis=-1) / (pf * pf), jnp.nan)
   total = jnp.ldexp(total, 2 * shift)  # overflows only where the true value does
-  within = jnp.mean(v, axis=-1) / x.shape[-1]
   mean = jnp.ldexp(mean, shift)
   # A NaN in either input leaves the split undefined, not just the parts it enters.
   nan = jnp.isnan(mean) | jnp.isnan(within)
@@ -359,6 +425,7 @@ def paired_difference(
   confidence: float = 0.95,
   axis: int = -1,
   distribution: str = "normal",
+  where: ArrayLike | None = None,
 ) -> Interval:
   """Mean difference of two methods on the same prompts, with its paired interval.
 
@@ -375,6 +442,8 @@ def paired_difference(
     confidence: keyword-only static float in (0, 1).
     axis: keyword-only, the prompt axis.
     distribution: keyword-only, ``"normal"`` or ``"t"``.
+    where: keyword-only, optional bool, broadcastable to ``a``: the prompts that
+      count, as in :func:`mean_with_interval`.
 
   Returns:
     :class:`Interval` for mean(a − b), prompt axis removed.
@@ -390,6 +459,9 @@ def paired_difference(
   b_arr = _prompts_last(b, "b", axis)
   checks.check_same_shape(a_arr, "a", b_arr, "b")
   crit = _critical_value(confidence, distribution, a_arr.shape[-1] - 1)
+  valid = _valid_prompts(where, jnp.moveaxis(a_arr, -1, int(axis)).shape, axis)
+  if valid is not None:
+    return _masked_interval(a_arr - b_arr, valid, confidence, distribution)
   return _interval(*_mean_with_stderr(a_arr - b_arr), crit)
 
 
