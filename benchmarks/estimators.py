@@ -13,6 +13,9 @@ timed beside it:
 * ``np_loop``: PKPO's Listing 1 style, a Python loop over groups that sorts each
   group and evaluates the rank weights for it.
 
+``masked`` is the same JAX transform with ``where=`` (ragged groups, about 3 in 4
+samples valid, every group at least k), and ``masked/jax`` its time over the dense
+call's (the target is <= 1.5x).
 ``argsort`` is NumPy's stable argsort of the same [B, n] batch (float32), the
 cheapest thing any implementation must do; ``jax/argsort`` is the JAX transform's
 time in units of it (the CPU target for the on-policy transforms is <= 3x).
@@ -169,6 +172,15 @@ def _jax_fn(name, k):
   return jax.jit(lambda r, lr: maxk.max_at_k_advantages_off_policy(r, lr, k, method=method))
 
 
+def _jax_masked_fn(name, k):
+  if name in _ON_POLICY:
+    return jax.jit(lambda r, lr, w: maxk.max_at_k_advantages(r, k, baseline=name, where=w))
+  method = name.removeprefix("off_policy_")
+  return jax.jit(
+    lambda r, lr, w: maxk.max_at_k_advantages_off_policy(r, lr, k, method=method, where=w)
+  )
+
+
 def _time(fn, *args, repeats):
   jax.block_until_ready(fn(*args))
   times = []
@@ -200,10 +212,10 @@ def main(argv: Sequence[str]) -> None:
     f"{_REPEATS.value}\n"
   )
   print(
-    "| transform | B | n | k | jax (us) | argsort (us) | jax/argsort | np_matrix (us) "
-    "| np_loop (us) | matrix/jax | loop/jax | ns/unit |"
+    "| transform | B | n | k | jax (us) | masked (us) | masked/jax | argsort (us) "
+    "| jax/argsort | np_matrix (us) | np_loop (us) | matrix/jax | loop/jax | ns/unit |"
   )
-  print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+  print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
   for name in _TRANSFORMS.value:
     for batch in batches:
       for n in sizes:
@@ -211,11 +223,15 @@ def main(argv: Sequence[str]) -> None:
         for k in sorted(ks & set(range(1, n + 1))):
           r = rng.random((batch, n)).astype(np.float32)
           lr = (0.1 * rng.standard_normal((batch, n))).astype(np.float32)
-          t_jax = None
+          valid = rng.random((batch, n)) < 0.75
+          valid[:, :k] = True
+          t_jax = t_masked = None
           if name != "off_policy_exact" or batch * n * k <= _MAX_OFF_POLICY:
             # Fewer repeats for the cells that take seconds per call.
             repeats = _REPEATS.value if batch * n <= 2**20 else 1
-            t_jax = _time(_jax_fn(name, k), jnp.asarray(r), jnp.asarray(lr), repeats=repeats)
+            args = (jnp.asarray(r), jnp.asarray(lr))
+            t_jax = _time(_jax_fn(name, k), *args, repeats=repeats)
+            t_masked = _time(_jax_masked_fn(name, k), *args, jnp.asarray(valid), repeats=repeats)
           t_sort = _time(lambda: np.argsort(r, axis=-1, kind="stable"), repeats=_REPEATS.value)
           r64, lr64 = r.astype(np.float64), lr.astype(np.float64)
           t_mat = t_loop = None
@@ -230,7 +246,8 @@ def main(argv: Sequence[str]) -> None:
           unit = batch * (n * math.log2(n) + n * k)
           per_unit = "-" if t_jax is None else f"{t_jax / unit * 1e9:.2f}"
           print(
-            f"| {name} | {batch} | {n} | {k} | {_fmt_us(t_jax)} | {_fmt_us(t_sort)} "
+            f"| {name} | {batch} | {n} | {k} | {_fmt_us(t_jax)} | {_fmt_us(t_masked)} "
+            f"| {_fmt_ratio(t_masked, t_jax)} | {_fmt_us(t_sort)} "
             f"| {_fmt_ratio(t_jax, t_sort)} | {_fmt_us(t_mat)} "
             f"| {_fmt_us(t_loop)} | {_fmt_ratio(t_mat, t_jax)} "
             f"| {_fmt_ratio(t_loop, t_jax)} | {per_unit} |",
