@@ -55,6 +55,7 @@ import numpy as np
 import numpy.typing as npt
 
 from maxk._src import checks
+from maxk._src import ragged
 from maxk._src import sorted_kernels
 from maxk._src import sorting
 
@@ -448,6 +449,69 @@ def _shift_rank(w: tuple[float, ...], n: int) -> int:
   return int(np.searchsorted(mass, 0.5 * mass[-1]))
 
 
+def _pad(x: object, n: int, fill: object) -> np.ndarray:
+  """``x`` padded along its last axis to length n with ``fill``."""
+  x = np.asarray(x)
+  pad = [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])]
+  return np.pad(x, pad, constant_values=fill)
+
+
+@functools.lru_cache(maxsize=32)
+def _stacked_estimate_tables(w: tuple[float, ...], n: int) -> _EstimateTables:
+  """The estimate tables of every group size m = 0..n, stacked (row m; zero below k)."""
+  k = len(w)
+  rows = [
+    _estimate_tables(w, m) if m >= k else _EstimateTables(np.zeros(m), *(np.zeros(m, bool),) * 2)
+    for m in range(n + 1)
+  ]
+  return _EstimateTables(
+    np.stack([_pad(r.coeffs, n, 0.0) for r in rows]),
+    np.stack([_pad(r.pos, n, False) for r in rows]),
+    np.stack([_pad(r.neg, n, False) for r in rows]),
+  )
+
+
+@functools.lru_cache(maxsize=32)
+def _stacked_advantage_tables(w: tuple[float, ...], n: int, baseline: str) -> _AdvantageTables:
+  """:func:`_advantage_tables` of every group size m = 0..n, stacked (row m).
+
+  Size k uses the "none" tables (alpha 0, beta 1: every sample gets U, as the dense
+  call at n == k); sizes below k are all zero.  Building them costs O(n² k) once per
+  (weights, n, baseline).
+  """
+  k = len(w)
+  zero = _advantage_tables(w, k, "none")._replace(alpha=0.0, beta=0.0)
+  rows = []
+  for m in range(n + 1):
+    if m < k:
+      rows.append((m, zero))
+    else:
+      rows.append((m, _advantage_tables(w, m, "none" if m == k else baseline)))
+
+  def column(field: str, fill: object) -> np.ndarray:
+    return np.stack([_pad(getattr(t, field), n, fill) for _, t in rows])
+
+  return _AdvantageTables(
+    estimate=_stacked_estimate_tables(w, n),
+    diag=column("diag", 0.0),
+    suffix=column("suffix", 0.0),
+    prefix=column("prefix", 0.0),
+    alpha=np.array([float(t.alpha) for _, t in rows]),
+    beta=np.array([float(t.beta) for _, t in rows]),
+    shift=np.array([int(t.shift) if m >= k else 0 for m, t in rows]),
+    inf_diag=column("inf_diag", False),
+    suffix_next=column("suffix_next", n + 1),
+    suffix_last=np.stack([np.asarray(t.suffix_last) for _, t in rows]),
+    prefix_prev=column("prefix_prev", 0),
+    prefix_first=np.stack([np.asarray(t.prefix_first) for _, t in rows]),
+  )
+
+
+def _per_group(tables: _T, m: jax.Array) -> _T:
+  """Each group's row (its size m, ``[...]``) of stacked tables."""
+  return jax.tree_util.tree_map(lambda x: x[m], tables)
+
+
 def lift_rank_weights(weights: ArrayLike, size: int) -> np.ndarray:
   """The same rank objective written over ``size >= k`` draws.
 
@@ -494,7 +558,9 @@ def _prepare(rewards: ArrayLike, weights: object) -> tuple[jax.Array, tuple[floa
   return r, check_weights(weights, n=r.shape[-1])
 
 
-def order_stat_at_k(rewards: ArrayLike, weights: ArrayLike) -> jax.Array:
+def order_stat_at_k(
+  rewards: ArrayLike, weights: ArrayLike, *, where: ArrayLike | None = None
+) -> jax.Array:
   """Unbiased estimate of the rank objective E[Σ_j w_j X_(j:k)] from n >= k draws.
 
   The U-statistic: the mean over all k-subsets I of the n rewards of
@@ -523,6 +589,10 @@ def order_stat_at_k(rewards: ArrayLike, weights: ArrayLike) -> jax.Array:
       allowed), n >= 1.
     weights: ``[k]`` static weights over ascending ranks (a concrete 1-D
       sequence, e.g. from :func:`rank_weights`), 1 <= k <= n.
+    where: keyword-only, optional bool, broadcastable to ``rewards``: the valid
+      samples of each group (ragged groups); the estimate of a group is that of its
+      m valid samples, NaN where m < k.  The tables of every size m <= n are built
+      once per (weights, n), O(n² k).
 
   Returns:
     ``[...]`` estimates.  A NaN in a group makes that group's estimate NaN (and
@@ -533,6 +603,10 @@ def order_stat_at_k(rewards: ArrayLike, weights: ArrayLike) -> jax.Array:
       or ``rewards`` is a scalar or has no samples.
   """
   r, w = _prepare(rewards, weights)
+  valid = ragged.as_valid(where, r.shape)
+  if valid is not None:
+    stacked = _stacked_estimate_tables(w, r.shape[-1])
+    return _order_stat_at_k_ragged(r, valid, _as_arrays(stacked, r.dtype), len(w))
   tables = _estimate_tables(w, r.shape[-1])
   return _order_stat_at_k(r, _as_arrays(tables, r.dtype))
 
@@ -564,7 +638,11 @@ def _order_stat_at_k(rewards: jax.Array, tables: _EstimateTables) -> jax.Array:
 
 
 def order_stat_advantages(
-  rewards: ArrayLike, weights: ArrayLike, *, baseline: str = "loo_centered"
+  rewards: ArrayLike,
+  weights: ArrayLike,
+  *,
+  baseline: str = "loo_centered",
+  where: ArrayLike | None = None,
 ) -> jax.Array:
   """Transformed rewards a_i whose Σ_i a_i ∇log π(y_i) estimates ∇ E[Σ_j w_j X_(j:k)].
 
@@ -614,6 +692,11 @@ def order_stat_advantages(
     rewards: ``[..., n]`` float rewards, samples on the last axis, n >= 1.
     weights: ``[k]`` static weights over ascending ranks, 1 <= k <= n.
     baseline: one of ``"none"``, ``"loo"``, ``"loo_centered"``.
+    where: keyword-only, optional bool, broadcastable to ``rewards``: the valid
+      samples of each group (ragged groups): each group's advantages are those of
+      its m valid samples alone (the tables of size m, gathered per group; built
+      once per (weights, n, baseline), O(n² k)); the others get 0, as does every
+      sample of a group with m < k.
 
   Returns:
     ``[..., n]`` transformed rewards in the caller's order.  A NaN in a group
@@ -627,6 +710,10 @@ def order_stat_advantages(
   r, w = _prepare(rewards, weights)
   baseline = checks.check_option(baseline, "baseline", ORDER_STAT_BASELINES)
   n, k = r.shape[-1], len(w)
+  valid = ragged.as_valid(where, r.shape)
+  if valid is not None:
+    stacked = _stacked_advantage_tables(w, n, baseline)
+    return _order_stat_advantages_ragged(r, valid, _as_arrays(stacked, r.dtype), k)
   tables = _advantage_tables(w, n, "none" if n == k else baseline)
   mode = "broadcast" if n == k else "centered" if baseline == "loo_centered" else "mixed"
   return _order_stat_advantages(r, _as_arrays(tables, r.dtype), mode=mode)
@@ -637,7 +724,8 @@ def _finite_advantages(r_sorted: jax.Array, t: _AdvantageTables, mode: str) -> j
   of rank ``shift`` (any finite value gives the same a_(q) wherever no infinite
   term enters it, as the coefficient of that rank in a_(q) is then exactly 0;
   this one makes its x exactly 0).  NaN propagates."""
-  origin = sorted_kernels.finite_or_zero(jnp.take(r_sorted, t.shift, axis=-1)[..., None])
+  shift = jnp.broadcast_to(jnp.asarray(t.shift), r_sorted.shape[:-1])[..., None]
+  origin = sorted_kernels.finite_or_zero(jnp.take_along_axis(r_sorted, shift, axis=-1))
   r_fin = jnp.where(jnp.isinf(r_sorted), origin, r_sorted)
   if mode == "broadcast":  # n == k: S(i) = U for every i
     return jnp.broadcast_to(_estimate(r_fin, t.estimate)[..., None], r_sorted.shape)
@@ -648,11 +736,16 @@ def _finite_advantages(r_sorted: jax.Array, t: _AdvantageTables, mode: str) -> j
     - sorted_kernels.exclusive_prefix_sum(t.prefix * x)
   )
   if mode == "mixed":
-    a = t.alpha * a + t.beta * _estimate(r_fin, t.estimate)[..., None]
+    beta = jnp.asarray(t.beta)[..., None] if jnp.ndim(t.beta) else t.beta
+    alpha = jnp.asarray(t.alpha)[..., None] if jnp.ndim(t.alpha) else t.alpha
+    u = _estimate(r_fin, t.estimate)[..., None]
+    a = alpha * a + jnp.where(beta != 0, beta * u, 0)
   return a
 
 
-def _infinite_reach(r_sorted: jax.Array, t: _AdvantageTables) -> tuple[jax.Array, jax.Array]:
+def _infinite_reach(
+  r_sorted: jax.Array, t: _AdvantageTables, size: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array]:
   """(plus, minus) ``[..., n]``: whether an infinite reward enters a_(q) as +inf / −inf.
 
   Sorted, the -inf rewards hold ranks 1..a and the +inf ones n-b+1..n (a NaN
@@ -662,20 +755,23 @@ def _infinite_reach(r_sorted: jax.Array, t: _AdvantageTables) -> tuple[jax.Array
   n = r_sorted.shape[-1]
   q = jnp.arange(1, n + 1)
   up, down = r_sorted == jnp.inf, r_sorted == -jnp.inf
+  if size is None:
+    size = jnp.asarray(n)
   low = jnp.sum(down, axis=-1, keepdims=True)  # a
-  high = n + 1 - jnp.sum(up, axis=-1, keepdims=True)  # n - b + 1
+  high = size + 1 - jnp.sum(up, axis=-1, keepdims=True)  # n - b + 1
 
   def enters(row: int) -> jax.Array:
     """Whether a +inf reward enters with a coefficient of sign ``row`` (0: positive,
-    1: negative), or a -inf one with the opposite sign."""
-    last = t.suffix_last[row]
-    first = t.prefix_first[1 - row]
+    1: negative), or a -inf one with the opposite sign.  Tables may carry leading
+    group axes (ragged groups: one table per group size)."""
+    last = t.suffix_last[..., row, :]
+    first = t.prefix_first[..., 1 - row, :]
     return (
-      (up & t.inf_diag[row])
-      | (down & t.inf_diag[1 - row])
+      (up & t.inf_diag[..., row, :])
+      | (down & t.inf_diag[..., 1 - row, :])
       | ((last > q) & (last >= high))  # +inf at a rank m > q
-      | (t.suffix_next[1 - row] <= low)  # -inf at a rank q < m <= a
-      | (t.prefix_prev[row] >= high)  # +inf at a rank n-b < m < q
+      | (t.suffix_next[..., 1 - row, :] <= low)  # -inf at a rank q < m <= a
+      | (t.prefix_prev[..., row, :] >= high)  # +inf at a rank n-b < m < q
       | ((first < q) & (first <= low))  # -inf at a rank m < q
     )
 
@@ -693,3 +789,31 @@ def _order_stat_advantages(rewards: jax.Array, tables: _AdvantageTables, *, mode
     lambda: value,
   )
   return checks.nan_group(rewards, sorting.unsort_last(a_sorted, perm))
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _order_stat_at_k_ragged(
+  rewards: jax.Array, valid: jax.Array, stacked: _EstimateTables, k: int
+) -> jax.Array:
+  r_sorted, _, m, _ = ragged.sort_valid(rewards, valid)
+  estimate = _estimate(r_sorted, _per_group(stacked, m[..., 0]))
+  return ragged.nan_group(rewards, valid, jnp.where(m[..., 0] >= k, estimate, jnp.nan))
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _order_stat_advantages_ragged(
+  rewards: jax.Array, valid: jax.Array, stacked: _AdvantageTables, k: int
+) -> jax.Array:
+  # The dense kernels with each group's tables of its size m (valid samples first,
+  # in ranks 1..m; the others hold 0 and get 0).  "mixed" covers every size:
+  # alpha = 1, beta = 0 is "loo_centered", alpha = 0, beta = 1 is m == k.
+  r_sorted, perm, m, inside = ragged.sort_valid(rewards, valid)
+  tables = _per_group(stacked, m[..., 0])
+  value = _finite_advantages(r_sorted, tables, "mixed")
+  a_sorted = lax.cond(
+    jnp.any(jnp.isinf(r_sorted)),
+    lambda: sorted_kernels.infinite_overlay(value, *_infinite_reach(r_sorted, tables, m)),
+    lambda: value,
+  )
+  a_sorted = jnp.where(inside & (m >= k), a_sorted, 0)
+  return ragged.nan_group(rewards, valid, sorting.unsort_last(a_sorted, perm))

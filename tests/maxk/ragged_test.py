@@ -19,6 +19,9 @@ def _spec(name, fn, need, kind, binary=False):
   return pytest.param(fn, need, kind, binary, id=name)
 
 
+_TOP = maxk.rank_weights("top_m", 3, m=2)
+_MIXED = (1.0, -2.0, 0.5)  # weights of both signs
+
 # (function of (x, where=...), the fewest valid samples it needs, "estimate" or
 # "advantage", binary input).
 _SPECS = [
@@ -46,6 +49,16 @@ _SPECS = [
       True,
     )
     for k, part in [(1, "mean"), (3, "stderr"), (12, "lo"), (3, "hi")]
+  ],
+  _spec("order_stat_at_k_top2of3", _P(maxk.order_stat_at_k, weights=_TOP), 3, "estimate"),
+  *[
+    _spec(
+      f"order_stat_advantages_{b}",
+      _P(maxk.order_stat_advantages, weights=_MIXED, baseline=b),
+      3,
+      "advantage",
+    )
+    for b in ("none", "loo", "loo_centered")
   ],
   _spec("grpo", maxk.grpo_advantages, 1, "advantage"),
   _spec("grpo_ddof1", _P(maxk.grpo_advantages, std_ddof=1, eps=0.0), 1, "advantage"),
@@ -294,43 +307,26 @@ def test_float32_precision_at_n_4096_matches_dense_tolerance(k_frac):
     assert abs(estimate[b] - want) <= 1e-5 * abs(want)
 
 
-# Group-wise functions whose ragged form is still to come (issue #21 in progress).
-_WITHOUT_WHERE_YET = frozenset(
-  {
-    "order_stat_advantages",
-    "order_stat_at_k",
-  }
-)
-
-
-@pytest.mark.parametrize("k", [1, 40, 700])
-def test_variance_estimates_at_n_4096_against_the_compacted_dense_call(k):
-  """The dense estimates are checked against exact rationals elsewhere; ragged ones
-  agree with them on each group's m ≈ 3000 valid samples to 2e-6 relative."""
-  n = 4096
-  rng = np.random.default_rng(k)
-  r = rng.random((2, n)).astype(np.float32)
-  c = rng.random((2, n)) < 0.02
+def test_rank_objectives_use_the_tables_of_each_group_size():
+  """n = 512 with m = 301 and 400 valid samples: each group's values are the dense
+  call's on its valid samples (the same tables, so the dense accuracy carries over)."""
+  n, weights = 512, maxk.rank_weights("upper_tail_mean", 64, alpha=0.25)
+  rng = np.random.default_rng(11)
+  r = rng.normal(size=(2, n)).astype(np.float32)
   valid = np.zeros((2, n), bool)
-  valid[0, rng.permutation(n)[:3001]] = True
-  valid[1, rng.permutation(n)[:3500]] = True
-  got_r = np.asarray(maxk.max_at_k_variance(r, k, where=valid), np.float64)
-  got_c = np.asarray(maxk.pass_at_k_variance(c, k, where=valid), np.float64)
+  valid[0, rng.permutation(n)[:301]] = True
+  valid[1, rng.permutation(n)[:400]] = True
+  got = np.asarray(maxk.order_stat_advantages(r, weights, where=valid))
+  estimate = np.asarray(maxk.order_stat_at_k(r, weights, where=valid))
   for b in range(2):
-    want_r = float(maxk.max_at_k_variance(r[b][valid[b]], k))
-    want_c = float(maxk.pass_at_k_variance(c[b][valid[b]], k))
-    assert abs(got_r[b] - want_r) <= 2e-6 * want_r, (b, got_r[b], want_r)
-    assert abs(got_c[b] - want_c) <= 2e-6 * want_c, (b, got_c[b], want_c)
+    want = np.asarray(maxk.order_stat_advantages(r[b][valid[b]], weights))
+    np.testing.assert_allclose(got[b][valid[b]], want, rtol=0, atol=1e-6 * np.abs(want).max())
+    want_u = float(maxk.order_stat_at_k(r[b][valid[b]], weights))
+    assert abs(estimate[b] - want_u) <= 1e-6 * abs(want_u)
 
 
-def test_group_wise_functions_take_where_keyword_only():
-  with_where = nan_groups_test.GROUP_WISE - _WITHOUT_WHERE_YET
-  assert len(with_where) >= 8
-  for name in sorted(with_where):
+def test_every_group_wise_function_takes_where_keyword_only():
+  for name in sorted(nan_groups_test.GROUP_WISE):
     param = inspect.signature(getattr(maxk, name)).parameters.get("where")
     assert param is not None, f"{name} takes no where="
     assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is None, name
-  for name in _WITHOUT_WHERE_YET:
-    assert "where" not in inspect.signature(getattr(maxk, name)).parameters, (
-      f"{name} takes where= now: remove it from _WITHOUT_WHERE_YET and add it to _SPECS"
-    )
