@@ -449,11 +449,12 @@ def _shift_rank(w: tuple[float, ...], n: int) -> int:
   return int(np.searchsorted(mass, 0.5 * mass[-1]))
 
 
-def _pad(x: object, n: int, fill: object) -> np.ndarray:
+def _pad(x: object, n: int, fill: float | bool) -> np.ndarray:
   """``x`` padded along its last axis to length n with ``fill``."""
-  x = np.asarray(x)
-  pad = [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])]
-  return np.pad(x, pad, constant_values=fill)
+  arr = np.asarray(x)
+  out = np.full(arr.shape[:-1] + (n,), fill, dtype=arr.dtype)
+  out[..., : arr.shape[-1]] = arr
+  return out
 
 
 @functools.lru_cache(maxsize=32)
@@ -488,7 +489,7 @@ def _stacked_advantage_tables(w: tuple[float, ...], n: int, baseline: str) -> _A
     else:
       rows.append((m, _advantage_tables(w, m, "none" if m == k else baseline)))
 
-  def column(field: str, fill: object) -> np.ndarray:
+  def column(field: str, fill: float | bool) -> np.ndarray:
     return np.stack([_pad(getattr(t, field), n, fill) for _, t in rows])
 
   return _AdvantageTables(

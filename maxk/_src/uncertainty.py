@@ -230,7 +230,7 @@ def _t_critical(confidence: float, dof: int) -> float:
   return root / math.tan(w) if flip else root * math.tan(w)
 
 
-def _interval(mean: jax.Array, stderr: jax.Array, crit: float) -> Interval:
+def _interval(mean: jax.Array, stderr: jax.Array, crit: float | jax.Array) -> Interval:
   return Interval(mean, stderr, mean - crit * stderr, mean + crit * stderr)
 
 
