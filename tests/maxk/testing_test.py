@@ -189,29 +189,16 @@ def test_monte_carlo_when_enumeration_is_too_large():
   with pytest.raises(ValueError, match="n=9"):
     testing.expected_gradient(maxk.rloo_advantages, probs, rewards, n)
   weights = maxk.rank_weights("max", 4)
-  good = testing.gradient_bias(
-    lambda r: maxk.max_at_k_advantages(r, 4, baseline="loo"),
-    probs,
-    rewards,
-    n,
-    weights,
-    num_samples=40_000,
-  )
+
+  def check(transform):
+    return testing.gradient_bias(transform, probs, rewards, n, weights, num_samples=40_000)
+
+  loo = lambda r: maxk.max_at_k_advantages(r, 4, baseline="loo")  # noqa: E731
+  good = check(loo)
   assert good.method == "monte carlo (40000 groups)" and good.verdict == "unbiased", good
   assert np.all(good.bias_se > 0)
-  bad = testing.gradient_bias(
-    _max_at_k_minus_group_mean(4), probs, rewards, n, weights, num_samples=40_000
-  )
-  assert bad.verdict == "biased"
-  # The same seed gives the same answer.
-  again = testing.gradient_bias(
-    lambda r: maxk.max_at_k_advantages(r, 4, baseline="loo"),
-    probs,
-    rewards,
-    n,
-    weights,
-    num_samples=40_000,
-  )
+  assert check(_max_at_k_minus_group_mean(4)).verdict == "biased"
+  again = check(loo)  # The same seed gives the same answer.
   np.testing.assert_array_equal(again.expected, good.expected)
 
 
