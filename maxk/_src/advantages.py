@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 
 import jax
+from jax import lax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 import numpy as np
@@ -199,22 +200,30 @@ def _max_at_k_advantages_ragged(
   elif kind == "mean_std":
     s = ragged.apply(x, ragged.max_transform(n, k, "none", m, dtype))
     a_sorted = sorted_kernels.zscore(s, eps=_STD_EPS, valid=inside)
-  else:
-    a_sorted = ragged.apply(x, ragged.max_transform(n, k, kind, m, dtype))
-  if kind == "loo":
-    # The shift moves every a_i by shift·(k/m − k/(m−1)) (m > k), added back.
+  elif kind == "loo":
     mf = m.astype(dtype)
     c = jnp.where(m > k, k / (mf * jnp.maximum(mf - 1, 1)), 0)
-    a_sorted = a_sorted - c * shift
-    # For finite groups, (1 + c)·a_lc − c·U with c = k/(m(m−1)) (as a_lc = U −
-    # max@k(r_{−i})) is more accurate: its coefficients round less than the loo
-    # suffix's.  With an infinite reward the direct form above keeps the dense
-    # call's IEEE values.
-    lc = ragged.max_transform(n, k, "loo_centered", m, dtype)
-    u = sorted_kernels.compensated_sum(jnp.where(lc.diag != 0, lc.diag * x, 0))
-    precise = (1 + c) * ragged.apply(x, lc) - c * (u[..., None] + shift)
-    finite = jnp.all(jnp.isfinite(r_sorted), axis=-1, keepdims=True)
-    a_sorted = jnp.where(finite, precise, a_sorted)
+
+    def direct() -> jax.Array:
+      # The loo coefficients on x; the shift moves every a_i by shift·(k/m − k/(m−1)).
+      return ragged.apply(x, ragged.max_transform(n, k, "loo", m, dtype)) - c * shift
+
+    def precise() -> jax.Array:
+      # (1 + c)·a_lc − c·U with c = k/(m(m−1)) (as a_lc = U − max@k(r_{−i})): its
+      # coefficients round less than the loo suffix's.  Used for finite groups; with
+      # an infinite reward the direct form keeps the dense call's IEEE values.
+      lc = ragged.max_transform(n, k, "loo_centered", m, dtype)
+      u = sorted_kernels.compensated_sum(jnp.where(lc.diag != 0, lc.diag * x, 0))
+      return (1 + c) * ragged.apply(x, lc) - c * (u[..., None] + shift)
+
+    infinite = jnp.isinf(r_sorted)
+    a_sorted = lax.cond(
+      jnp.any(infinite),
+      lambda: jnp.where(jnp.any(infinite, axis=-1, keepdims=True), direct(), precise()),
+      precise,
+    )
+  else:
+    a_sorted = ragged.apply(x, ragged.max_transform(n, k, kind, m, dtype))
   if kind in ("loo", "loo_centered"):
     # At m == k these are S (no leave-one-out estimate), which is not shift
     # invariant: S(r) = S(x) + shift there (every S(i) is the group maximum).
