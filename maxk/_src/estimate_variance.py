@@ -119,7 +119,8 @@ def _ragged_fail(
   :func:`_fail_log_tables` with c = size − top); 1 − q/p = 1 where top < 2k."""
   choose, inv, g = _ragged_tables(n, k)
   p = ragged.gathered_ratio(choose, top, inv, size, dtype)
-  log_r = ragged.split_difference(ragged.split(g, dtype), size, jnp.minimum(top, size))
+  g_split = ragged.split(g, dtype)
+  log_r = ragged.split_difference(g_split, size, g_split, jnp.minimum(top, size))
   one_minus = jnp.where(top >= 2 * k, -jnp.expm1(log_r), 1)
   return p, one_minus
 
@@ -220,9 +221,7 @@ def pass_at_k_variance(correct: ArrayLike, k: int, *, where: ArrayLike | None = 
   Language Models Trained on Code", arXiv 2107.03374 (the pass@k estimator);
   Walder & Karkhanis, arXiv 2505.15201, Eq. 3.
   """
-  correct_array = jnp.asarray(correct) if where is not None else correct
-  valid = ragged.as_valid(where, jnp.shape(correct_array))
-  values, n, k = metrics.validate_correct(correct_array, k, valid)
+  values, n, k, valid = metrics.validate_correct(correct, k, where)
   _check_two_subsets(k, n)
   if valid is not None:
     return _pass_at_k_variance_ragged(values, valid, k)
@@ -262,9 +261,8 @@ def _pass_at_k_variance_ragged(values: jax.Array, valid: jax.Array, k: int) -> j
   # V̂ = p² (1 − q/p) with p = C(N − c, k)/C(N, k) over the N valid samples.
   n, dtype = values.shape[-1], values.dtype
   size = ragged.count(valid)[..., 0]
-  v = jnp.where(valid, values, 0)
-  count = jnp.sum(v, axis=-1)
-  fail = size - jnp.clip(jnp.round(jnp.nan_to_num(count)), 0, n).astype(jnp.int32)
+  count, correct = metrics.count_correct(jnp.where(valid, values, 0))
+  fail = size - correct
   p, one_minus = _ragged_fail(n, k, jnp.maximum(fail, 0), size, dtype)
   estimate = jnp.where(size >= 2 * k, p * p * one_minus, jnp.nan)
   return jnp.where(jnp.isfinite(count), estimate, jnp.nan)

@@ -37,13 +37,14 @@ def _pass_at_k_table(n: int, k: int) -> np.ndarray:
 
 
 def validate_correct(
-  correct: ArrayLike, k: int, valid: jax.Array | None = None
-) -> tuple[jax.Array, int, int]:
-  """Validates ``[..., n]`` {0, 1} input and ``k``; returns (values, n, k).
+  correct: ArrayLike, k: int, where: ArrayLike | None = None
+) -> tuple[jax.Array, int, int, jax.Array | None]:
+  """Validates ``[..., n]`` {0, 1} input, ``k`` and ``where``; returns (values, n, k, valid).
 
-  ``values`` is ``correct`` as a floating array.  Values outside {0, 1} raise
-  ``ValueError`` when concrete (eager calls); under ``jit`` they cannot be seen.
-  Entries where ``valid`` (a bool array of the same shape) is False are not checked.
+  ``values`` is ``correct`` as a floating array and ``valid`` is ``where`` as a bool
+  array of its shape (None stays None).  Values outside {0, 1} raise ``ValueError``
+  when concrete (eager calls); under ``jit`` they cannot be seen.  Entries where
+  ``valid`` is False are not checked.
   """
   try:
     correct = jnp.asarray(correct)
@@ -58,6 +59,7 @@ def validate_correct(
       f"correct must hold at least one sample on its last axis; got shape {correct.shape}."
     )
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
+  valid = ragged.as_valid(where, correct.shape)
   dtype = correct.dtype if jnp.issubdtype(correct.dtype, jnp.floating) else jnp.result_type(float)
   values = correct.astype(dtype)
   if checks.is_concrete(values) and (valid is None or checks.is_concrete(valid)):
@@ -65,7 +67,7 @@ def validate_correct(
     finite = np.isfinite(v) & (True if valid is None else np.asarray(valid))
     if not np.all((v[finite] == 0) | (v[finite] == 1)):
       raise ValueError("correct must hold only 0/1 (or bool) values.")
-  return values, n, k
+  return values, n, k, valid
 
 
 def count_correct(values: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -100,9 +102,7 @@ def pass_at_k(correct: ArrayLike, k: int, *, where: ArrayLike | None = None) -> 
   Raises:
     ValueError: if ``k`` is not an int in [1, n] or ``correct`` is not {0, 1}.
   """
-  correct_array = jnp.asarray(correct) if where is not None else correct
-  valid = ragged.as_valid(where, jnp.shape(correct_array))
-  values, n, k = validate_correct(correct_array, k, valid)
+  values, n, k, valid = validate_correct(correct, k, where)
   if valid is not None:
     return _pass_at_k_ragged(values, valid, k)
   return _pass_at_k(values, k)

@@ -248,18 +248,6 @@ def _off_policy(rewards: jax.Array, log_ratio: jax.Array, k: int, method: str) -
   )
 
 
-def _sort_ragged(
-  rewards: jax.Array, log_ratio: jax.Array, valid: jax.Array
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
-  """Valid samples first in ascending reward order (ranks 1..m), then the others
-  with reward and log-ratio 0: the mean-ESP scan over positions 1..m is then that
-  of the m valid samples, and later positions carry weight 0."""
-  r_sorted, lr_sorted, perm = sorting.sort_valid_first(rewards, valid, log_ratio)
-  m = ragged.count(valid)
-  inside = ragged.positions(rewards.shape) <= m
-  return jnp.where(inside, r_sorted, 0), jnp.where(inside, lr_sorted, 0), perm, m, inside
-
-
 def _surrogate_sorted_ragged(
   lr_sorted: jax.Array, r_sorted: jax.Array, m: jax.Array, k: int
 ) -> jax.Array:
@@ -274,7 +262,10 @@ def _surrogate_sorted_ragged(
 def _surrogate_ragged(
   rewards: jax.Array, log_ratio: jax.Array, valid: jax.Array, k: int
 ) -> jax.Array:
-  r_sorted, lr_sorted, _, m, _ = _sort_ragged(rewards, log_ratio, valid)
+  # Valid samples first (ranks 1..m), the others with reward and log-ratio 0: the
+  # mean-ESP scan over positions 1..m is that of the valid samples, and later
+  # positions carry weight 0.
+  r_sorted, lr_sorted, _, m, _ = ragged.sort_valid(rewards, valid, log_ratio)
   return _surrogate_sorted_ragged(lr_sorted, r_sorted, m, k)
 
 
@@ -283,7 +274,7 @@ def _off_policy_ragged(
   rewards: jax.Array, log_ratio: jax.Array, valid: jax.Array, k: int, method: str
 ) -> jax.Array:
   n, dtype = rewards.shape[-1], rewards.dtype
-  r_sorted, lr_sorted, perm, m, inside = _sort_ragged(rewards, log_ratio, valid)
+  r_sorted, lr_sorted, perm, m, inside = ragged.sort_valid(rewards, valid, log_ratio)
   if method == "exact":
     _, vjp = jax.vjp(lambda lr: _surrogate_sorted_ragged(lr, r_sorted, m, k), lr_sorted)
     (a_sorted,) = vjp(jnp.ones(rewards.shape[:-1], dtype))

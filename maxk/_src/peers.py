@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 
 import jax
-from jax import lax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 import numpy as np
@@ -220,9 +219,7 @@ def pass_at_k_training_advantages(
     ValueError: bad ``k``, ``eps`` < 0, or non-binary ``correct`` (eagerly).
   """
   _check_eps(eps)
-  correct_array = jnp.asarray(correct) if where is not None else correct
-  valid = ragged.as_valid(where, jnp.shape(correct_array))
-  values, n, k = metrics.validate_correct(correct_array, k, valid)
+  values, n, k, valid = metrics.validate_correct(correct, k, where)
   if valid is not None:
     return _pass_at_k_training_ragged(values, valid, k, eps)
   return _pass_at_k_training(values, k, eps)
@@ -283,9 +280,7 @@ def maxrl_advantages(
   """
   if not isinstance(control_variate, (bool, np.bool_)):
     raise ValueError(f"control_variate={control_variate!r} must be a bool.")
-  correct_array = jnp.asarray(correct) if where is not None else correct
-  valid = ragged.as_valid(where, jnp.shape(correct_array))
-  values, _, _ = metrics.validate_correct(correct_array, 1, valid)
+  values, _, _, valid = metrics.validate_correct(correct, 1, where)
   return _maxrl(values, valid, bool(control_variate))
 
 
@@ -320,8 +315,7 @@ def _grpo_ragged(
 @jax.jit
 def _rloo_ragged(rewards: jax.Array, valid: jax.Array) -> jax.Array:
   m = ragged.count(valid)
-  top = jnp.max(jnp.where(valid, rewards, -jnp.inf), axis=-1, keepdims=True)
-  x = jnp.where(valid, rewards - lax.stop_gradient(sorted_kernels.finite_or_zero(top)), 0)
+  x = sorted_kernels.from_group_max(rewards, valid)
   total = jnp.sum(x, axis=-1, keepdims=True)
   out = x - (total - x) / jnp.maximum(m - 1, 1).astype(x.dtype)
   return ragged.nan_group(rewards, valid, jnp.where(valid & (m >= 2), out, 0))

@@ -89,13 +89,20 @@ def pow2(log_e: np.ndarray) -> Pow2:
   return Pow2(mant, exp.astype(np.int32))
 
 
+def gathered_ratio(
+  a: Pow2, a_index: jax.Array | slice, b: Pow2, b_index: jax.Array, dtype: jnp.dtype
+) -> jax.Array:
+  """a[a_index] · b[b_index] elementwise (indices broadcast; int32)."""
+  mant = jnp.asarray(a.mant, dtype)[a_index] * jnp.asarray(b.mant, dtype)[b_index]
+  return jnp.ldexp(mant, jnp.asarray(a.exp)[a_index] + jnp.asarray(b.exp)[b_index])
+
+
 def product(a: Pow2, b: Pow2, m: jax.Array, dtype: jnp.dtype) -> jax.Array:
-  """``[..., n]``: a[t] · b[m] for the positions t of ``a`` ([n]) and each group's m.
+  """``[..., n]``: a[t] · b[m] for every position t of ``a`` ([n]) and each group's m.
 
   ``b`` is indexed by m = 0..n; ``m`` is ``[..., 1]`` int32.
   """
-  mant = jnp.asarray(a.mant, dtype) * jnp.asarray(b.mant, dtype)[m]
-  return jnp.ldexp(mant, jnp.asarray(a.exp) + jnp.asarray(b.exp)[m])
+  return gathered_ratio(a, slice(None), b, m, dtype)
 
 
 def _log_binom(top: np.ndarray, bottom: np.ndarray | int) -> np.ndarray:
@@ -249,20 +256,19 @@ def apply(x_sorted: jax.Array, c: Coefficients) -> jax.Array:
   return out - sorted_kernels.exclusive_prefix_sum(scaled(c.prefix))
 
 
-def sort_valid(
-  rewards: jax.Array, valid: jax.Array
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-  """Sorts each group's valid rewards ascending into positions 1..m, the others after.
+def sort_valid(rewards: jax.Array, valid: jax.Array, *others: jax.Array) -> tuple[jax.Array, ...]:
+  """Sorts each group's valid rewards ascending into positions 1..m, the others after,
+  carrying ``others`` along.
 
   Returns:
-    ``(r_sorted, perm, m, inside)``: the sorted rewards with 0 beyond position m,
-    the permutation (for :func:`maxk._src.sorting.unsort_last`), m ``[..., 1]``
-    and ``inside`` (position t <= m) ``[..., n]``.
+    ``(r_sorted, others_sorted..., perm, m, inside)``: the sorted arrays with 0
+    beyond position m, the permutation (for :func:`maxk._src.sorting.unsort_last`),
+    m ``[..., 1]`` and ``inside`` (position t <= m) ``[..., n]``.
   """
-  r_sorted, perm = sorting.sort_valid_first(rewards, valid)
+  *arrays, perm = sorting.sort_last(rewards, *others, valid=valid)
   m = count(valid)
   inside = positions(rewards.shape) <= m
-  return jnp.where(inside, r_sorted, 0), perm, m, inside
+  return (*(jnp.where(inside, y, 0) for y in arrays), perm, m, inside)
 
 
 def nan_group(rewards: jax.Array, valid: jax.Array, out: jax.Array) -> jax.Array:
@@ -272,14 +278,6 @@ def nan_group(rewards: jax.Array, valid: jax.Array, out: jax.Array) -> jax.Array
   if out.ndim == rewards.ndim:
     return jnp.where(bad[..., None] & valid, jnp.nan, out)
   return jnp.where(bad, jnp.nan, out)
-
-
-def gathered_ratio(
-  a: Pow2, a_index: jax.Array, b: Pow2, b_index: jax.Array, dtype: jnp.dtype
-) -> jax.Array:
-  """a[a_index] · b[b_index] elementwise (indices broadcast; int32)."""
-  mant = jnp.asarray(a.mant, dtype)[a_index] * jnp.asarray(b.mant, dtype)[b_index]
-  return jnp.ldexp(mant, jnp.asarray(a.exp)[a_index] + jnp.asarray(b.exp)[b_index])
 
 
 class PassAtKTables(NamedTuple):
@@ -305,7 +303,8 @@ def split(values: np.ndarray, dtype: jnp.dtype) -> tuple[jax.Array, jax.Array]:
   return jnp.asarray(hi), jnp.asarray(lo)
 
 
-def split_difference(table: tuple[jax.Array, jax.Array], i: jax.Array, j: jax.Array) -> jax.Array:
-  """table[i] − table[j] elementwise from a :func:`split` table."""
-  hi, lo = table
-  return (hi[i] - hi[j]) + (lo[i] - lo[j])
+def split_difference(
+  a: tuple[jax.Array, jax.Array], i: jax.Array, b: tuple[jax.Array, jax.Array], j: jax.Array
+) -> jax.Array:
+  """a[i] − b[j] elementwise from :func:`split` tables."""
+  return (a[0][i] - b[0][j]) + (a[1][i] - b[1][j])

@@ -85,7 +85,7 @@ def finite_or_zero(x: jax.Array) -> jax.Array:
   return jnp.where(jnp.isfinite(x), x, 0)
 
 
-def from_group_max(x: jax.Array) -> jax.Array:
+def from_group_max(x: jax.Array, valid: jax.Array | None = None) -> jax.Array:
   """x measured from its group's (finite) maximum, for shift-invariant functions.
 
   Differences of nearby values are then exact (Sterbenz), so a constant group
@@ -95,13 +95,18 @@ def from_group_max(x: jax.Array) -> jax.Array:
 
   Args:
     x: ``[..., n]`` values.
+    valid: optional ``[..., n]`` bool: the maximum is over these entries only,
+      and the others become exactly 0.
 
   Returns:
     ``[..., n]`` values x − max(x) (the shift is 0 for a group whose maximum is
     not finite).
   """
-  top = jnp.max(x, axis=-1, keepdims=True)
-  return x - lax.stop_gradient(finite_or_zero(top))
+  if valid is None:
+    top = jnp.max(x, axis=-1, keepdims=True)
+    return x - lax.stop_gradient(finite_or_zero(top))
+  top = jnp.max(jnp.where(valid, x, -jnp.inf), axis=-1, keepdims=True)
+  return jnp.where(valid, x - lax.stop_gradient(finite_or_zero(top)), 0)
 
 
 def zscore(
@@ -131,14 +136,12 @@ def zscore(
     ``[..., n]`` standardised values.
   """
   values = x
+  x = from_group_max(x, valid)
   if valid is None:
     n: int | jax.Array = x.shape[-1]
-    x = from_group_max(x)
     low = jnp.min(x, axis=-1, keepdims=True)
   else:
     n = jnp.sum(valid, axis=-1, keepdims=True, dtype=jnp.int32)
-    top = jnp.max(jnp.where(valid, x, -jnp.inf), axis=-1, keepdims=True)
-    x = jnp.where(valid, x - lax.stop_gradient(finite_or_zero(top)), 0)
     low = jnp.min(jnp.where(valid, x, jnp.inf), axis=-1, keepdims=True)
   spread = lax.stop_gradient(jnp.where(jnp.isfinite(low) & (low < 0), -low, 1))
   x = x / spread

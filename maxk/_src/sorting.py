@@ -80,8 +80,14 @@ def _stable_rank(x: jax.Array, last: jax.Array | None = None) -> jax.Array:
   return lax.fori_loop(0, n, count_entry_j, jnp.zeros(x.shape, jnp.int32), unroll=_unroll(n))
 
 
-def sort_last(x: jax.Array, *others: jax.Array) -> tuple[jax.Array, ...]:
+def sort_last(
+  x: jax.Array, *others: jax.Array, valid: jax.Array | None = None
+) -> tuple[jax.Array, ...]:
   """Sorts ``x`` ascending (stable) along its last axis, carrying ``others`` along.
+
+  With ``valid`` (bool, ``x``'s shape), only the valid entries of a group are
+  sorted, into its first positions; the others follow in index order, whatever
+  their values.
 
   Returns:
     ``(x_sorted, others_sorted..., perm)`` where ``perm[..., j]`` is the original
@@ -90,28 +96,12 @@ def sort_last(x: jax.Array, *others: jax.Array) -> tuple[jax.Array, ...]:
   axis = x.ndim - 1
   iota = lax.broadcasted_iota(jnp.int32, x.shape, axis)
   if not _use_pairwise(x.shape):
-    return lax.sort((x, *others, iota), dimension=axis, num_keys=1, is_stable=True)
-  perm = _scatter_last(iota, _stable_rank(x))
-  gathered = tuple(jnp.take_along_axis(y, perm, axis=-1) for y in (x, *others))
-  return (*gathered, perm)
-
-
-def sort_valid_first(x: jax.Array, valid: jax.Array, *others: jax.Array) -> tuple[jax.Array, ...]:
-  """:func:`sort_last` of the ``valid`` entries, with the others after them.
-
-  The valid entries of a group come first, ascending and stable (NaN after +inf);
-  the entries where ``valid`` is False follow in index order, whatever their values.
-
-  Returns:
-    ``(x_sorted, others_sorted..., perm)`` as :func:`sort_last`.
-  """
-  axis = x.ndim - 1
-  iota = lax.broadcasted_iota(jnp.int32, x.shape, axis)
-  if not _use_pairwise(x.shape):
+    if valid is None:
+      return lax.sort((x, *others, iota), dimension=axis, num_keys=1, is_stable=True)
     keys = ((~valid).astype(jnp.int32), jnp.where(valid, x, 0))
     out = lax.sort((*keys, x, *others, iota), dimension=axis, num_keys=2, is_stable=True)
     return tuple(out[2:])
-  perm = _scatter_last(iota, _stable_rank(x, ~valid))
+  perm = _scatter_last(iota, _stable_rank(x, None if valid is None else ~valid))
   gathered = tuple(jnp.take_along_axis(y, perm, axis=-1) for y in (x, *others))
   return (*gathered, perm)
 

@@ -270,9 +270,10 @@ def _mean_with_stderr(x: jax.Array) -> tuple[jax.Array, jax.Array]:
   return jnp.ldexp(mean, shift), jnp.ldexp(jnp.sqrt(var), shift)
 
 
-def _valid_prompts(where: ArrayLike | None, shape: tuple[int, ...], axis: int) -> jax.Array | None:
-  """``where`` broadcast to the estimates' shape, prompt axis last (None stays None)."""
-  valid = ragged.as_valid(where, shape)
+def _valid_prompts(where: ArrayLike | None, x: jax.Array, axis: int) -> jax.Array | None:
+  """``where``, broadcastable to the caller's estimates (prompts on ``axis``), as a
+  bool array of the shape of ``x`` (the same, prompt axis last); None stays None."""
+  valid = ragged.as_valid(where, jnp.moveaxis(x, -1, int(axis)).shape)
   return None if valid is None else jnp.moveaxis(valid, int(axis), -1)
 
 
@@ -358,10 +359,10 @@ def mean_with_interval(
   """
   confidence = _check_confidence(confidence)
   x = _prompts_last(estimates, "estimates", axis)
-  crit = _critical_value(confidence, distribution, x.shape[-1] - 1)
-  valid = _valid_prompts(where, jnp.moveaxis(x, -1, int(axis)).shape, axis)
+  valid = _valid_prompts(where, x, axis)
   if valid is not None:
     return _masked_interval(x, valid, confidence, distribution)
+  crit = _critical_value(confidence, distribution, x.shape[-1] - 1)
   return _interval(*_mean_with_stderr(x), crit)
 
 
@@ -401,7 +402,7 @@ def variance_split(
   x = _prompts_last(estimates, "estimates", axis)
   v = _prompts_last(variances, "variances", axis)
   checks.check_same_shape(x, "estimates", v, "variances")
-  valid = _valid_prompts(where, jnp.moveaxis(x, -1, int(axis)).shape, axis)
+  valid = _valid_prompts(where, x, axis)
   if valid is None:
     shift, mean, total = _scaled_moments(x)
     within = jnp.mean(v, axis=-1) / x.shape[-1]
@@ -458,10 +459,10 @@ def paired_difference(
   a_arr = _prompts_last(a, "a", axis)
   b_arr = _prompts_last(b, "b", axis)
   checks.check_same_shape(a_arr, "a", b_arr, "b")
-  crit = _critical_value(confidence, distribution, a_arr.shape[-1] - 1)
-  valid = _valid_prompts(where, jnp.moveaxis(a_arr, -1, int(axis)).shape, axis)
+  valid = _valid_prompts(where, a_arr, axis)
   if valid is not None:
     return _masked_interval(a_arr - b_arr, valid, confidence, distribution)
+  crit = _critical_value(confidence, distribution, a_arr.shape[-1] - 1)
   return _interval(*_mean_with_stderr(a_arr - b_arr), crit)
 
 
@@ -588,15 +589,14 @@ def _ragged_posterior(
   """(mean, std, a, b, finite) over each group's m valid samples (NaN where m = 0)."""
   n, dtype = values.shape[-1], values.dtype
   m = ragged.count(valid)[..., 0]
-  count = jnp.sum(jnp.where(valid, values, 0), axis=-1)
+  count, c = metrics.count_correct(jnp.where(valid, values, 0))
   finite = jnp.isfinite(count) & (m >= 1)
-  c = jnp.clip(jnp.round(jnp.nan_to_num(count)), 0, n).astype(jnp.int32)
   fails = jnp.maximum(m - c, 0)
   f_b, g_b, f_s, g_s = (
     ragged.split(t, dtype) for t in _ragged_posterior_tables(n, k, alpha0, beta0)
   )
-  log_m = (f_b[0][fails] - f_s[0][m]) + (f_b[1][fails] - f_s[1][m])
-  d = (g_b[0][fails] - g_s[0][m]) + (g_b[1][fails] - g_s[1][m])
+  log_m = ragged.split_difference(f_b, fails, f_s, m)
+  d = ragged.split_difference(g_b, fails, g_s, m)
   d = jnp.maximum(d, 0)
   mean = -jnp.expm1(log_m)
   std = jnp.exp(log_m + d / 2) * jnp.sqrt(-jnp.expm1(-d))
@@ -622,8 +622,7 @@ def _posterior_parts(
     shape = ()
   if shape and shape[-1] == 0:
     raise ValueError(f"correct needs n >= 1 samples on its last axis; got shape {shape}.")
-  valid = ragged.as_valid(where, shape) if where is not None else None
-  values, n, _ = metrics.validate_correct(correct, 1, valid)
+  values, n, _, valid = metrics.validate_correct(correct, 1, where)
   if valid is not None:
     return _ragged_posterior(values, valid, k, alpha0, beta0)
   count, index = metrics.count_correct(values)
