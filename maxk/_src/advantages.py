@@ -29,6 +29,7 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
+from jax.typing import DTypeLike
 import numpy as np
 
 from maxk._src import checks
@@ -141,19 +142,29 @@ def max_at_k_advantages(
   valid = ragged.as_valid(where, rewards.shape)
   if valid is not None:
     return _max_at_k_advantages_ragged(rewards, valid, k, baseline)
-  return _max_at_k_advantages(rewards, k, baseline)
-
-
-@functools.partial(jax.jit, static_argnums=(1, 2))
-def _max_at_k_advantages(rewards: jax.Array, k: int, baseline: str) -> jax.Array:
-  n = rewards.shape[-1]
-  r_sorted, perm = sorting.sort_last(rewards)
-
   kind = baseline
   if kind == "loo_minus_one" and k == 1:
     kind = "loo_centered"
   if kind in ("loo", "loo_centered") and n == k:
     kind = "none"
+  # The coefficients are arguments of the compiled kernel, so another k at the
+  # same shape reuses it; only which of them are all zero is static.
+  coeffs = _transform_operands(n, k, "none" if kind == "mean_std" else kind, rewards.dtype)
+  loo_shift = k / n - k / (n - 1) if kind == "loo" else 0.0
+  return _max_at_k_advantages(rewards, coeffs, loo_shift, kind)
+
+
+def _transform_operands(
+  n: int, k: int, kind: str, dtype: DTypeLike
+) -> sorted_kernels.SortedTransform:
+  return sorted_kernels.transform_operands(transform_coefficients(n, k, kind), dtype)
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _max_at_k_advantages(
+  rewards: jax.Array, coeffs: sorted_kernels.SortedTransform, loo_shift: jax.Array, kind: str
+) -> jax.Array:
+  r_sorted, order = sorting.sort_last(rewards)
   if kind == "mean_std":
     # z-scoring is shift invariant, and shifting r by c shifts every S(i) by c·k/n.
     # Measuring r from its top entry makes a constant group's S exactly 0 (zscore
@@ -162,25 +173,23 @@ def _max_at_k_advantages(rewards: jax.Array, k: int, baseline: str) -> jax.Array
     # only with it does the gradient cancel exactly instead of leaving rounding
     # noise for the 1/eps of a zero std to amplify.
     r_sorted = r_sorted - sorted_kernels.finite_or_zero(r_sorted[..., -1:])
-    s = sorted_kernels.apply_sorted_transform(r_sorted, transform_coefficients(n, k, "none"))
+    s = sorted_kernels.apply_sorted_transform(r_sorted, coeffs)
     a_sorted = sorted_kernels.zscore(s, eps=_STD_EPS)
   elif kind == "none":
-    a_sorted = sorted_kernels.apply_sorted_transform(r_sorted, transform_coefficients(n, k, kind))
+    a_sorted = sorted_kernels.apply_sorted_transform(r_sorted, coeffs)
   else:
     # The leave-one-out transforms are small differences of long sums, so they are
     # evaluated on rewards measured from the group's maximum c: by Sterbenz's lemma
     # the differences of the top rewards (which carry the largest weights) are
     # exact, and a constant group gives exactly 0.  Shifting r by c shifts every
-    # a_i by the same c·(k/n − k/(n−1)) for "loo" (and by 0 for the other two),
-    # which is added back.
+    # a_i by the same c·(k/n − k/(n−1)) (``loo_shift``) for "loo" (and by 0 for
+    # the other two), which is added back.
     shift = sorted_kernels.finite_or_zero(r_sorted[..., -1:])
-    a_sorted = sorted_kernels.apply_sorted_transform(
-      r_sorted - shift, transform_coefficients(n, k, kind)
-    )
+    a_sorted = sorted_kernels.apply_sorted_transform(r_sorted - shift, coeffs)
     if kind == "loo":
-      a_sorted = a_sorted + shift * (k / n - k / (n - 1))
+      a_sorted = a_sorted + shift * loo_shift
   # A NaN anywhere in a group makes that whole group NaN (other groups untouched).
-  return checks.nan_group(rewards, sorting.unsort_last(a_sorted, perm))
+  return checks.nan_group(rewards, sorting.unsort_last(a_sorted, order))
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3))
@@ -190,7 +199,7 @@ def _max_at_k_advantages_ragged(
   # The dense computation with n replaced by each group's m (see ragged.py): the
   # same shifts, with the coefficients gathered per group.
   n, dtype = rewards.shape[-1], rewards.dtype
-  r_sorted, perm, m, inside = ragged.sort_valid(rewards, valid)
+  r_sorted, order, m, inside = ragged.sort_valid(rewards, valid)
   kind = "loo_centered" if baseline == "loo_minus_one" and k == 1 else baseline
   top = jnp.take_along_axis(r_sorted, jnp.maximum(m - 1, 0), axis=-1)
   shift = jnp.where(inside, sorted_kernels.finite_or_zero(top), 0)
@@ -229,4 +238,4 @@ def _max_at_k_advantages_ragged(
     # invariant: S(r) = S(x) + shift there (every S(i) is the group maximum).
     a_sorted = a_sorted + jnp.where(m == k, shift, 0)
   a_sorted = jnp.where(inside & (m >= k), a_sorted, 0)
-  return ragged.nan_group(rewards, valid, sorting.unsort_last(a_sorted, perm))
+  return ragged.nan_group(rewards, valid, sorting.unsort_last(a_sorted, order))

@@ -82,7 +82,7 @@ def _bon_sorted(classes: tie_classes.Classes, n: int | jax.Array) -> tuple[jax.A
 
 def _pmf_row(n: int | jax.Array, p: jax.Array, r: jax.Array) -> jax.Array:
   classes = tie_classes.tie_classes(p, r)
-  return sorting.unsort_last(_bon_sorted(classes, n)[0], classes.perm)
+  return sorting.unsort_last(_bon_sorted(classes, n)[0], classes.order)
 
 
 def _kl_row(n: int | jax.Array, p: jax.Array, r: jax.Array) -> jax.Array:

@@ -47,7 +47,7 @@ def kl_divergence(q: ArrayLike, p: ArrayLike) -> jax.Array:
 
 def _win_rate_row(_: object, q: jax.Array, p: jax.Array, r: jax.Array) -> jax.Array:
   classes = tie_classes.tie_classes(p, r)
-  return jnp.sum(q[classes.perm] * (classes.F_minus + 0.5 * classes.c))
+  return jnp.sum(q[classes.order.perm] * (classes.F_minus + 0.5 * classes.c))
 
 
 def win_rate(q: ArrayLike, p: ArrayLike, rewards: ArrayLike) -> jax.Array:

@@ -40,6 +40,7 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
+from jax.typing import DTypeLike
 import numpy as np
 
 from maxk._src import checks
@@ -169,13 +170,20 @@ def max_at_k_variance(rewards: ArrayLike, k: int, *, where: ArrayLike | None = N
   valid = ragged.as_valid(where, rewards.shape)
   if valid is not None:
     return _max_at_k_variance_ragged(rewards, valid, k)
-  return _max_at_k_variance(rewards, k)
+  return _max_at_k_variance(rewards, *_gap_operands(n, k, rewards.dtype))
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _max_at_k_variance(rewards: jax.Array, k: int) -> jax.Array:
-  n = rewards.shape[-1]
+def _gap_operands(
+  n: int, k: int, dtype: DTypeLike
+) -> tuple[sorted_kernels.Operand, sorted_kernels.Operand]:
   p, gamma = _gap_tables(n, k)
+  return sorted_kernels.operand(p, dtype), sorted_kernels.operand(gamma, dtype)
+
+
+@jax.jit
+def _max_at_k_variance(
+  rewards: jax.Array, p: sorted_kernels.Operand, gamma: sorted_kernels.Operand
+) -> jax.Array:
   r_sorted, _ = sorting.sort_last(rewards)
   lower, upper = r_sorted[..., :-1], r_sorted[..., 1:]
   # Equal neighbours give an exact 0 gap (also for tied ±inf, where inf − inf = NaN).
@@ -225,15 +233,11 @@ def pass_at_k_variance(correct: ArrayLike, k: int, *, where: ArrayLike | None = 
   _check_two_subsets(k, n)
   if valid is not None:
     return _pass_at_k_variance_ragged(values, valid, k)
-  return _pass_at_k_variance(values, k)
+  return metrics.table_lookup(values, _pass_variance_operand(n, k, values.dtype))
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _pass_at_k_variance(values: jax.Array, k: int) -> jax.Array:
-  n = values.shape[-1]
-  count, index = metrics.count_correct(values)
-  table = jnp.asarray(_pass_variance_table(n, k), dtype=values.dtype)
-  return jnp.where(jnp.isfinite(count), table[index], jnp.nan)
+def _pass_variance_operand(n: int, k: int, dtype: DTypeLike) -> jax.Array:
+  return jnp.asarray(_pass_variance_table(n, k), dtype)
 
 
 @functools.partial(jax.jit, static_argnums=2)

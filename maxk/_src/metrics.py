@@ -20,6 +20,7 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
+from jax.typing import DTypeLike
 import numpy as np
 
 from maxk._src import checks
@@ -105,14 +106,21 @@ def pass_at_k(correct: ArrayLike, k: int, *, where: ArrayLike | None = None) -> 
   values, n, k, valid = validate_correct(correct, k, where)
   if valid is not None:
     return _pass_at_k_ragged(values, valid, k)
-  return _pass_at_k(values, k)
+  return table_lookup(values, _pass_at_k_operand(n, k, values.dtype))
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _pass_at_k(values: jax.Array, k: int) -> jax.Array:
-  n = values.shape[-1]
+def _pass_at_k_operand(n: int, k: int, dtype: DTypeLike) -> jax.Array:
+  return jnp.asarray(_pass_at_k_table(n, k), dtype)
+
+
+@jax.jit
+def table_lookup(values: jax.Array, table: jax.Array) -> jax.Array:
+  """table[c] for each group's number c of correct samples (NaN if it has a NaN).
+
+  The table is an argument, not a constant, so that another k reuses the
+  compiled program.
+  """
   count, index = count_correct(values)
-  table = jnp.asarray(_pass_at_k_table(n, k), dtype=values.dtype)
   return jnp.where(jnp.isfinite(count), table[index], jnp.nan)
 
 
@@ -151,22 +159,20 @@ def max_at_k(rewards: ArrayLike, k: int, *, where: ArrayLike | None = None) -> j
   valid = ragged.as_valid(where, rewards.shape)
   if valid is not None:
     return _max_at_k_ragged(rewards, valid, k)
-  return _max_at_k(rewards, k)
+  return _max_at_k(rewards, *_max_at_k_operands(n, k, rewards.dtype))
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _max_at_k(rewards: jax.Array, k: int) -> jax.Array:
-  n = rewards.shape[-1]
-  r_sorted, _ = sorting.sort_last(rewards)
+def _max_at_k_operands(n: int, k: int, dtype: DTypeLike) -> tuple[jax.Array, jax.Array]:
   # Rank j is the maximum of C(j-1, k-1) > 0 subsets exactly when j >= k, also
   # where that weight underflows (1/C(200, 100) in float32).
   top = np.arange(1, n + 1) >= k
-  return sorted_kernels.rank_weighted_sum(
-    r_sorted,
-    jnp.asarray(combinatorics.max_weights(n, k), rewards.dtype),
-    jnp.asarray(top),
-    jnp.zeros(n, bool),
-  )
+  return jnp.asarray(combinatorics.max_weights(n, k), dtype), jnp.asarray(top)
+
+
+@jax.jit
+def _max_at_k(rewards: jax.Array, weights: jax.Array, top: jax.Array) -> jax.Array:
+  r_sorted, _ = sorting.sort_last(rewards)
+  return sorted_kernels.rank_weighted_sum(r_sorted, weights, top, jnp.zeros_like(top))
 
 
 def ragged_estimate(values: jax.Array, valid: jax.Array, k: int) -> jax.Array:

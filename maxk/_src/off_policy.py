@@ -236,7 +236,7 @@ def max_at_k_advantages_off_policy(
 @functools.partial(jax.jit, static_argnums=(2, 3))
 def _off_policy(rewards: jax.Array, log_ratio: jax.Array, k: int, method: str) -> jax.Array:
   n = rewards.shape[-1]
-  r_sorted, lr_sorted, perm = sorting.sort_last(rewards, log_ratio)
+  r_sorted, lr_sorted, order = sorting.sort_last(rewards, log_ratio)
   if method == "exact":
     _, vjp = jax.vjp(lambda lr: _surrogate_sorted(lr, r_sorted, k), lr_sorted)
     (a_sorted,) = vjp(jnp.ones(rewards.shape[:-1], rewards.dtype))
@@ -244,7 +244,7 @@ def _off_policy(rewards: jax.Array, log_ratio: jax.Array, k: int, method: str) -
     a_sorted = _first_order_sorted(r_sorted, jnp.expm1(lr_sorted), n, k)
   # A NaN reward or log-ratio makes its whole group NaN (other groups untouched).
   return checks.nan_group(
-    jnp.where(jnp.isnan(log_ratio), jnp.nan, rewards), sorting.unsort_last(a_sorted, perm)
+    jnp.where(jnp.isnan(log_ratio), jnp.nan, rewards), sorting.unsort_last(a_sorted, order)
   )
 
 
@@ -274,7 +274,7 @@ def _off_policy_ragged(
   rewards: jax.Array, log_ratio: jax.Array, valid: jax.Array, k: int, method: str
 ) -> jax.Array:
   n, dtype = rewards.shape[-1], rewards.dtype
-  r_sorted, lr_sorted, perm, m, inside = ragged.sort_valid(rewards, valid, log_ratio)
+  r_sorted, lr_sorted, order, m, inside = ragged.sort_valid(rewards, valid, log_ratio)
   if method == "exact":
     _, vjp = jax.vjp(lambda lr: _surrogate_sorted_ragged(lr, r_sorted, m, k), lr_sorted)
     (a_sorted,) = vjp(jnp.ones(rewards.shape[:-1], dtype))
@@ -289,4 +289,4 @@ def _off_policy_ragged(
       a_sorted = a_sorted + u * lower + upper
   a_sorted = jnp.where(inside & (m >= k), a_sorted, 0)
   poisoned = jnp.where(jnp.isnan(log_ratio), jnp.nan, rewards)
-  return ragged.nan_group(poisoned, valid, sorting.unsort_last(a_sorted, perm))
+  return ragged.nan_group(poisoned, valid, sorting.unsort_last(a_sorted, order))

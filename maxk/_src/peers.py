@@ -13,6 +13,7 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
+from jax.typing import DTypeLike
 import numpy as np
 
 from maxk._src import checks
@@ -222,19 +223,21 @@ def pass_at_k_training_advantages(
   values, n, k, valid = metrics.validate_correct(correct, k, where)
   if valid is not None:
     return _pass_at_k_training_ragged(values, valid, k, eps)
-  return _pass_at_k_training(values, k, eps)
+  tables = _pass_at_k_training_operands(n, k, values.dtype)
+  return _pass_at_k_training(values, tables, eps)
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _pass_at_k_training(values: jax.Array, k: int, eps: float | jax.Array) -> jax.Array:
+def _pass_at_k_training_operands(n: int, k: int, dtype: DTypeLike) -> jax.Array:
+  # One [3, n + 1] argument (not constants): another k reuses the compiled kernel.
+  return jnp.asarray(np.stack(_pass_at_k_training_tables(n, k)), dtype)
+
+
+@jax.jit
+def _pass_at_k_training(values: jax.Array, tables: jax.Array, eps: float | jax.Array) -> jax.Array:
   n = values.shape[-1]
   dtype = values.dtype
   count, index = metrics.count_correct(values)
-  pos_table, neg_table, inv_sigma_table = _pass_at_k_training_tables(n, k)
-  n_neg = n - index
-  pos = jnp.asarray(pos_table, dtype)[n_neg]
-  neg = jnp.asarray(neg_table, dtype)[n_neg]
-  inv_sigma = jnp.asarray(inv_sigma_table, dtype)[n_neg]
+  pos, neg, inv_sigma = tables[:, n - index]
   eps = jnp.asarray(eps, dtype)
   factor = jnp.where(eps > 0, 1 / (1 + eps * inv_sigma), 1)
   out = jnp.where(values == 1, (pos * factor)[..., None], (neg * factor)[..., None])

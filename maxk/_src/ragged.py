@@ -27,7 +27,7 @@ call is a gather and a few elementwise operations per sample.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -256,13 +256,14 @@ def apply(x_sorted: jax.Array, c: Coefficients) -> jax.Array:
   return out - sorted_kernels.exclusive_prefix_sum(scaled(c.prefix))
 
 
-def sort_valid(rewards: jax.Array, valid: jax.Array, *others: jax.Array) -> tuple[jax.Array, ...]:
+def sort_valid(rewards: jax.Array, valid: jax.Array, *others: jax.Array) -> tuple[Any, ...]:
   """Sorts each group's valid rewards ascending into positions 1..m, the others after,
   carrying ``others`` along.
 
   Returns:
-    ``(r_sorted, others_sorted..., perm, m, inside)``: the sorted arrays with 0
-    beyond position m, the permutation (for :func:`maxk._src.sorting.unsort_last`),
+    ``(r_sorted, others_sorted..., order, m, inside)``: the sorted arrays with 0
+    beyond position m, the :class:`maxk._src.sorting.Order` (for
+    :func:`maxk._src.sorting.unsort_last`),
     m ``[..., 1]`` and ``inside`` (position t <= m) ``[..., n]``.
   """
   *arrays, perm = sorting.sort_last(rewards, *others, valid=valid)

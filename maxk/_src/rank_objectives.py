@@ -781,7 +781,7 @@ def _infinite_reach(
 
 @functools.partial(jax.jit, static_argnames="mode")
 def _order_stat_advantages(rewards: jax.Array, tables: _AdvantageTables, *, mode: str) -> jax.Array:
-  r_sorted, perm = sorting.sort_last(rewards)
+  r_sorted, order = sorting.sort_last(rewards)
   value = _finite_advantages(r_sorted, tables, mode)
   # Where no reward is infinite, skip the comparisons that place the infinite terms.
   a_sorted = lax.cond(
@@ -789,7 +789,7 @@ def _order_stat_advantages(rewards: jax.Array, tables: _AdvantageTables, *, mode
     lambda: sorted_kernels.infinite_overlay(value, *_infinite_reach(r_sorted, tables)),
     lambda: value,
   )
-  return checks.nan_group(rewards, sorting.unsort_last(a_sorted, perm))
+  return checks.nan_group(rewards, sorting.unsort_last(a_sorted, order))
 
 
 @functools.partial(jax.jit, static_argnums=3)
@@ -808,7 +808,7 @@ def _order_stat_advantages_ragged(
   # The dense kernels with each group's tables of its size m (valid samples first,
   # in ranks 1..m; the others hold 0 and get 0).  "mixed" covers every size:
   # alpha = 1, beta = 0 is "loo_centered", alpha = 0, beta = 1 is m == k.
-  r_sorted, perm, m, inside = ragged.sort_valid(rewards, valid)
+  r_sorted, order, m, inside = ragged.sort_valid(rewards, valid)
   tables = _per_group(stacked, m[..., 0])
   value = _finite_advantages(r_sorted, tables, "mixed")
   a_sorted = lax.cond(
@@ -817,4 +817,4 @@ def _order_stat_advantages_ragged(
     lambda: value,
   )
   a_sorted = jnp.where(inside & (m >= k), a_sorted, 0)
-  return ragged.nan_group(rewards, valid, sorting.unsort_last(a_sorted, perm))
+  return ragged.nan_group(rewards, valid, sorting.unsort_last(a_sorted, order))

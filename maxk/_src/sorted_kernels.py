@@ -7,17 +7,22 @@ r_(1) <= ... <= r_(n) with static float64 coefficients (computed by
 via exclusive cumulative sums) and the shift-invariant standardisations that the
 peer estimators share.  All take and return arrays of shape ``[..., n]``.
 
+The coefficients are computed on the host in float64 and enter the jitted
+estimators as arguments (:class:`Operand`), not as constants, so that the
+compiled program depends only on the shapes: a sweep over k compiles once.
+
 References: Walder & Karkhanis, "Pass@K Policy Optimization", arXiv 2505.15201
 (Eqs. 12-14, 18-21).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 from jax import lax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 import numpy as np
 
 from maxk._src import checks
@@ -26,12 +31,47 @@ from maxk._src import checks
 class SortedTransform(NamedTuple):
   """Static coefficients of a_(j) = d_j r_(j) + Σ_{m>j} u_m r_(m) − Σ_{m<j} p_m r_(m).
 
-  Each field is a float64 NumPy vector of length n over ascending ranks.
+  Each field is a float64 NumPy vector of length n over ascending ranks (or, as
+  kernel operands, see :func:`transform_operands`, an :class:`Operand` or
+  None for a vector that is all zero).
   """
 
-  diag: np.ndarray  # d
-  suffix: np.ndarray  # u
-  prefix: np.ndarray  # p
+  diag: Any  # d
+  suffix: Any  # u
+  prefix: Any  # p
+
+
+class Operand(NamedTuple):
+  """A float64 coefficient vector as a kernel operand.
+
+  Passed to the jitted kernels as arguments rather than baked in as constants,
+  so that a new k of the same group size reuses the compiled program.
+  """
+
+  value: jax.Array  # in the rewards' dtype
+  nonzero: jax.Array  # bool: the exact coefficient is not 0 (value may underflow)
+
+
+def operand(c: np.ndarray | Operand, dtype: DTypeLike) -> Operand:
+  """``c`` (float64) as an :class:`Operand` in ``dtype`` (unchanged if it is one).
+
+  Made afresh at each call, never cached: inside a caller's ``jit`` an array made
+  from a host table belongs to that trace.
+  """
+  if isinstance(c, Operand):
+    return c
+  c = np.asarray(c)
+  return Operand(jnp.asarray(c, dtype), jnp.asarray(c != 0))
+
+
+def transform_operands(coeffs: SortedTransform, dtype: DTypeLike) -> SortedTransform:
+  """The fields of ``coeffs`` as :class:`Operand` in ``dtype``, None where all zero.
+
+  Which fields are None is part of the operands' tree structure, hence static:
+  the cumulative sum of an all-zero vector is never compiled.
+  """
+  used = (c is not None and np.any(np.asarray(c) != 0) for c in coeffs)
+  return SortedTransform(*(operand(c, dtype) if u else None for c, u in zip(coeffs, used)))
 
 
 def exclusive_prefix_sum(x: jax.Array) -> jax.Array:
@@ -46,17 +86,17 @@ def exclusive_suffix_sum(x: jax.Array) -> jax.Array:
   return jnp.concatenate([incl[..., 1:], jnp.zeros_like(incl[..., :1])], axis=-1)
 
 
-def scaled(coeffs: np.ndarray, r: jax.Array) -> jax.Array:
+def scaled(coeffs: np.ndarray | Operand, r: jax.Array) -> jax.Array:
   """coeffs * r, with 0 wherever the float64 coefficient is exactly 0.
 
   Ranks that never enter a sum have coefficient 0, and must not turn a -inf
   reward into NaN (0 · inf).
   """
-  c = jnp.asarray(coeffs, dtype=r.dtype)
-  return jnp.where(jnp.asarray(coeffs != 0), c * r, 0)
+  c = operand(coeffs, r.dtype)
+  return jnp.where(c.nonzero, c.value * r, 0)
 
 
-def weighted_sorted_sum(r_sorted: jax.Array, coeffs: np.ndarray) -> jax.Array:
+def weighted_sorted_sum(r_sorted: jax.Array, coeffs: np.ndarray | Operand) -> jax.Array:
   """Σ_j coeffs_j r_sorted_j over the last axis ``[..., n] -> [...]``, with 0 · ±inf = 0."""
   return jnp.sum(scaled(coeffs, r_sorted), axis=-1)
 
@@ -66,16 +106,19 @@ def apply_sorted_transform(r_sorted: jax.Array, coeffs: SortedTransform) -> jax.
 
   Args:
     r_sorted: ``[..., n]`` rewards sorted ascending along the last axis.
-    coeffs: the static (d, u, p) coefficient vectors, each of length n.
+    coeffs: the (d, u, p) coefficient vectors, each of length n: float64 NumPy
+      vectors, or their :func:`transform_operands`.
 
   Returns:
     ``[..., n]`` transformed rewards, in sorted order.  Cost O(n) per group (two
     cumulative sums, skipped where a coefficient vector is all zero).
   """
-  out = scaled(coeffs.diag, r_sorted)
-  if np.any(coeffs.suffix != 0):
+  if any(isinstance(c, np.ndarray) for c in coeffs):
+    coeffs = transform_operands(coeffs, r_sorted.dtype)
+  out = jnp.zeros_like(r_sorted) if coeffs.diag is None else scaled(coeffs.diag, r_sorted)
+  if coeffs.suffix is not None:
     out = out + exclusive_suffix_sum(scaled(coeffs.suffix, r_sorted))
-  if np.any(coeffs.prefix != 0):
+  if coeffs.prefix is not None:
     out = out - exclusive_prefix_sum(scaled(coeffs.prefix, r_sorted))
   return out
 

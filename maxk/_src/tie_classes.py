@@ -27,7 +27,7 @@ from maxk._src import sorting
 class Classes(NamedTuple):
   """Tie-class quantities of one normalized row ``[L]``, all in reward-sorted order."""
 
-  perm: jax.Array  # perm[j] = caller index of the j-th smallest reward.
+  order: sorting.Order  # order.perm[j] = caller index of the j-th smallest reward.
   p: jax.Array  # π(y).
   r: jax.Array  # r(y).
   c: jax.Array  # Class mass P(r = r(y)).
@@ -43,7 +43,7 @@ def tie_classes(p: jax.Array, r: jax.Array) -> Classes:
   """
   size = p.shape[0]
   p = jnp.where(jnp.any(jnp.isnan(r)), jnp.nan, p)
-  r_s, p_s, perm = sorting.sort_last(r, p)
+  r_s, p_s, order = sorting.sort_last(r, p)
   new_class = jnp.concatenate([jnp.ones((1,), bool), r_s[1:] != r_s[:-1]])
   cid = jnp.cumsum(new_class.astype(jnp.int32)) - 1
   mass = jax.ops.segment_sum(p_s, cid, num_segments=size, indices_are_sorted=True)
@@ -51,7 +51,7 @@ def tie_classes(p: jax.Array, r: jax.Array) -> Classes:
   lower = jnp.concatenate([jnp.zeros((1,), p.dtype), upper[:-1]])
   at_least = lax.cumsum(mass, reverse=True)  # P(r >= r_class).
   above = jnp.concatenate([at_least[1:], jnp.zeros((1,), p.dtype)])
-  return Classes(perm, p_s, r_s, mass[cid], upper[cid], lower[cid], above[cid])
+  return Classes(order, p_s, r_s, mass[cid], upper[cid], lower[cid], above[cid])
 
 
 def log_cdf(F: jax.Array, S: jax.Array) -> jax.Array:

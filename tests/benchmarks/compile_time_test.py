@@ -32,3 +32,4 @@ def test_binary_prints_a_row_with_both_first_calls():
   (row,) = [line for line in out.splitlines() if line.startswith("| rloo_advantages |")]
   cells = [cell.strip() for cell in row.split("|")[1:-1]]
   assert cells[1] == "4 x 8" and cells[4].endswith("x") and float(cells[2]) > 0
+  assert float(cells[5]) >= 0  # the first call at k + 1

@@ -28,10 +28,11 @@ def test_stable_permutation_with_ties_and_nan(sort_path):
     ],
     np.float32,
   )
-  xs, perm = jax.jit(sorting.sort_last)(jnp.asarray(x))
-  np.testing.assert_array_equal(perm, np.argsort(x, axis=-1, kind="stable"))
+  xs, order = jax.jit(sorting.sort_last)(jnp.asarray(x))
+  np.testing.assert_array_equal(order.perm, np.argsort(x, axis=-1, kind="stable"))
+  assert (order.rank is None) == (sort_path == "xla")
   np.testing.assert_array_equal(xs, np.sort(x, axis=-1))
-  back = sorting.unsort_last(xs, perm)
+  back = sorting.unsort_last(xs, order)
   np.testing.assert_array_equal(back, x)
 
 
@@ -70,9 +71,11 @@ def test_counting_path_matches_numpy_with_ties_nan_inf_and_signed_zeros(shape):
   mask = rng.random(shape) < 0.2
   x[mask] = rng.choice(special, size=int(mask.sum()))
   assert sorting._use_pairwise(x.shape) == (jax.default_backend() == "cpu")  # pylint: disable=protected-access
-  xs, perm = jax.jit(sorting.sort_last)(jnp.asarray(x))
+  xs, order = jax.jit(sorting.sort_last)(jnp.asarray(x))
+  perm = order.perm
   np.testing.assert_array_equal(perm, np.argsort(x, axis=-1, kind="stable"))
-  np.testing.assert_array_equal(sorting.unsort_last(xs, perm), x)
+  np.testing.assert_array_equal(order.rank, np.argsort(perm, axis=-1))
+  np.testing.assert_array_equal(sorting.unsort_last(xs, order), x)
   xs_lax, perm_lax = jax.lax.sort(
     (jnp.asarray(x), jax.lax.broadcasted_iota(jnp.int32, shape, len(shape) - 1)),
     num_keys=1,
@@ -82,12 +85,35 @@ def test_counting_path_matches_numpy_with_ties_nan_inf_and_signed_zeros(shape):
   np.testing.assert_array_equal(xs, xs_lax)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16, jnp.float32])
+def test_counting_path_orders_every_float_width_like_numpy(dtype):
+  """The integer sort key is built from the float's own bits, for each width."""
+  rng = np.random.default_rng(2)
+  x = rng.normal(size=(4, 40)).astype(np.float32)
+  x[:, ::7] = x[:, 1::7]  # ties
+  x[0, :6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, -1e-3]
+  xd = jnp.asarray(x, dtype)
+  exact = np.asarray(xd.astype(jnp.float32))  # the widening keeps the order
+  xs, order = jax.jit(sorting.sort_last)(xd)
+  np.testing.assert_array_equal(order.perm, np.argsort(exact, axis=-1, kind="stable"))
+  np.testing.assert_array_equal(np.asarray(xs.astype(jnp.float32)), np.sort(exact, axis=-1))
+
+
+def test_counting_path_with_valid_puts_invalid_entries_last_in_index_order():
+  x = jnp.asarray([[3.0, np.nan, -1.0, np.inf, 0.0, 2.0]], jnp.float32)
+  valid = jnp.asarray([[True, False, True, True, False, True]])
+  xs, order = jax.jit(lambda x, v: sorting.sort_last(x, valid=v))(x, valid)
+  np.testing.assert_array_equal(order.perm, [[2, 5, 0, 3, 1, 4]])
+  np.testing.assert_array_equal(sorting.unsort_last(xs, order), x)
+
+
 def test_counting_path_under_vmap_matches_the_unbatched_call():
   rng = np.random.default_rng(1)
   x = jnp.asarray(rng.integers(0, 5, size=(4, 3, 9)), jnp.float32)
-  xs, perm = jax.vmap(sorting.sort_last)(x)
-  xs_direct, perm_direct = sorting.sort_last(x)
-  np.testing.assert_array_equal(perm, perm_direct)
+  xs, order = jax.vmap(sorting.sort_last)(x)
+  xs_direct, order_direct = sorting.sort_last(x)
+  np.testing.assert_array_equal(order.perm, order_direct.perm)
+  np.testing.assert_array_equal(order.rank, order_direct.rank)
   np.testing.assert_array_equal(xs, xs_direct)
 
 
