@@ -154,6 +154,7 @@ def max_at_k_advantages(
   return _max_at_k_advantages(rewards, coeffs, loo_shift, kind)
 
 
+@functools.lru_cache(maxsize=256)
 def _transform_operands(
   n: int, k: int, kind: str, dtype: DTypeLike
 ) -> sorted_kernels.SortedTransform:

@@ -173,6 +173,7 @@ def max_at_k_variance(rewards: ArrayLike, k: int, *, where: ArrayLike | None = N
   return _max_at_k_variance(rewards, *_gap_operands(n, k, rewards.dtype))
 
 
+@functools.lru_cache(maxsize=256)
 def _gap_operands(
   n: int, k: int, dtype: DTypeLike
 ) -> tuple[sorted_kernels.Operand, sorted_kernels.Operand]:
@@ -236,8 +237,9 @@ def pass_at_k_variance(correct: ArrayLike, k: int, *, where: ArrayLike | None = 
   return metrics.table_lookup(values, _pass_variance_operand(n, k, values.dtype))
 
 
-def _pass_variance_operand(n: int, k: int, dtype: DTypeLike) -> jax.Array:
-  return jnp.asarray(_pass_variance_table(n, k), dtype)
+@functools.lru_cache(maxsize=256)
+def _pass_variance_operand(n: int, k: int, dtype: DTypeLike) -> np.ndarray:
+  return np.asarray(_pass_variance_table(n, k), np.dtype(dtype))
 
 
 @functools.partial(jax.jit, static_argnums=2)

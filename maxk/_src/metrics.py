@@ -109,8 +109,11 @@ def pass_at_k(correct: ArrayLike, k: int, *, where: ArrayLike | None = None) -> 
   return table_lookup(values, _pass_at_k_operand(n, k, values.dtype))
 
 
-def _pass_at_k_operand(n: int, k: int, dtype: DTypeLike) -> jax.Array:
-  return jnp.asarray(_pass_at_k_table(n, k), dtype)
+@functools.lru_cache(maxsize=256)
+def _pass_at_k_operand(n: int, k: int, dtype: DTypeLike) -> np.ndarray:
+  # A host array (see sorted_kernels.Operand): cacheable, and an argument of the
+  # compiled lookup rather than a constant, so another k reuses it.
+  return np.asarray(_pass_at_k_table(n, k), np.dtype(dtype))
 
 
 @jax.jit
@@ -162,11 +165,12 @@ def max_at_k(rewards: ArrayLike, k: int, *, where: ArrayLike | None = None) -> j
   return _max_at_k(rewards, *_max_at_k_operands(n, k, rewards.dtype))
 
 
-def _max_at_k_operands(n: int, k: int, dtype: DTypeLike) -> tuple[jax.Array, jax.Array]:
+@functools.lru_cache(maxsize=256)
+def _max_at_k_operands(n: int, k: int, dtype: DTypeLike) -> tuple[np.ndarray, np.ndarray]:
   # Rank j is the maximum of C(j-1, k-1) > 0 subsets exactly when j >= k, also
   # where that weight underflows (1/C(200, 100) in float32).
   top = np.arange(1, n + 1) >= k
-  return jnp.asarray(combinatorics.max_weights(n, k), dtype), jnp.asarray(top)
+  return np.asarray(combinatorics.max_weights(n, k), np.dtype(dtype)), top
 
 
 @jax.jit

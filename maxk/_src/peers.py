@@ -227,9 +227,10 @@ def pass_at_k_training_advantages(
   return _pass_at_k_training(values, tables, eps)
 
 
-def _pass_at_k_training_operands(n: int, k: int, dtype: DTypeLike) -> jax.Array:
-  # One [3, n + 1] argument (not constants): another k reuses the compiled kernel.
-  return jnp.asarray(np.stack(_pass_at_k_training_tables(n, k)), dtype)
+@functools.lru_cache(maxsize=256)
+def _pass_at_k_training_operands(n: int, k: int, dtype: DTypeLike) -> np.ndarray:
+  # One [3, n + 1] host argument (not constants): another k reuses the compiled kernel.
+  return np.asarray(np.stack(_pass_at_k_training_tables(n, k)), np.dtype(dtype))
 
 
 @jax.jit

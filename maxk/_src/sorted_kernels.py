@@ -42,26 +42,25 @@ class SortedTransform(NamedTuple):
 
 
 class Operand(NamedTuple):
-  """A float64 coefficient vector as a kernel operand.
+  """A float64 coefficient vector as a kernel operand (host arrays).
 
   Passed to the jitted kernels as arguments rather than baked in as constants,
-  so that a new k of the same group size reuses the compiled program.
+  so that a new k of the same group size reuses the compiled program.  The
+  fields are NumPy arrays: they can be cached across calls (an array made on the
+  device inside a caller's ``jit`` would belong to that trace), and the compiled
+  call takes them as they are.
   """
 
-  value: jax.Array  # in the rewards' dtype
-  nonzero: jax.Array  # bool: the exact coefficient is not 0 (value may underflow)
+  value: np.ndarray  # in the rewards' dtype
+  nonzero: np.ndarray  # bool: the exact coefficient is not 0 (value may underflow)
 
 
 def operand(c: np.ndarray | Operand, dtype: DTypeLike) -> Operand:
-  """``c`` (float64) as an :class:`Operand` in ``dtype`` (unchanged if it is one).
-
-  Made afresh at each call, never cached: inside a caller's ``jit`` an array made
-  from a host table belongs to that trace.
-  """
+  """``c`` (float64) as an :class:`Operand` in ``dtype`` (unchanged if it is one)."""
   if isinstance(c, Operand):
     return c
   c = np.asarray(c)
-  return Operand(jnp.asarray(c, dtype), jnp.asarray(c != 0))
+  return Operand(np.asarray(c, np.dtype(dtype)), c != 0)
 
 
 def transform_operands(coeffs: SortedTransform, dtype: DTypeLike) -> SortedTransform:
