@@ -163,7 +163,10 @@ def _transform_operands(
 
 @functools.partial(jax.jit, static_argnums=3)
 def _max_at_k_advantages(
-  rewards: jax.Array, coeffs: sorted_kernels.SortedTransform, loo_shift: jax.Array, kind: str
+  rewards: jax.Array,
+  coeffs: sorted_kernels.SortedTransform,
+  loo_shift: float | jax.Array,
+  kind: str,
 ) -> jax.Array:
   r_sorted, order = sorting.sort_last(rewards)
   if kind == "mean_std":

@@ -266,10 +266,10 @@ def sort_valid(rewards: jax.Array, valid: jax.Array, *others: jax.Array) -> tupl
     :func:`maxk._src.sorting.unsort_last`),
     m ``[..., 1]`` and ``inside`` (position t <= m) ``[..., n]``.
   """
-  *arrays, perm = sorting.sort_last(rewards, *others, valid=valid)
+  *arrays, order = sorting.sort_last(rewards, *others, valid=valid)
   m = count(valid)
   inside = positions(rewards.shape) <= m
-  return (*(jnp.where(inside, y, 0) for y in arrays), perm, m, inside)
+  return (*(jnp.where(inside, y, 0) for y in arrays), order, m, inside)
 
 
 def nan_group(rewards: jax.Array, valid: jax.Array, out: jax.Array) -> jax.Array:
