@@ -104,6 +104,10 @@ COLORS: dict[str, str] = {
   "max": "#d62728",
   "top_m": "#6b6ecf",
   "min": "#2f4f4f",
+  # Stability metrics (maxk.pass_hat_k, maxk.g_pass_at_k, maxk.mg_pass_at_k).
+  "pass_hat_k": "#117a65",
+  "g_pass_at_k": "#b8860b",
+  "mg_pass_at_k": "#6c3483",
 }
 
 MARKERS: dict[str, str] = {

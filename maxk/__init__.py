@@ -17,6 +17,14 @@ from maxk._src.best_of_n_bounds import bon_kl_gap_bound_delta
 from maxk._src.best_of_n_bounds import bon_kl_gap_lower_bound
 from maxk._src.best_of_n_bounds import bon_win_rate_gap_bound
 from maxk._src.best_of_n_bounds import bon_win_rate_gap_bound_delta
+from maxk._src.curves import g_pass_at_k
+from maxk._src.curves import max_at_k_curve
+from maxk._src.curves import max_at_k_curve_variance
+from maxk._src.curves import mg_pass_at_k
+from maxk._src.curves import pass_at_k_curve
+from maxk._src.curves import pass_at_k_curve_variance
+from maxk._src.curves import pass_hat_k
+from maxk._src.curves import pass_hat_k_curve
 from maxk._src.divergences import kl_divergence
 from maxk._src.divergences import win_rate
 from maxk._src.estimate_variance import max_at_k_variance
@@ -63,26 +71,34 @@ __all__ = (
   "bon_win_rate_bound",
   "bon_win_rate_gap_bound",
   "bon_win_rate_gap_bound_delta",
+  "g_pass_at_k",
   "grpo_advantages",
   "kl_divergence",
   "lift_rank_weights",
   "max_at_k",
   "max_at_k_advantages",
   "max_at_k_advantages_off_policy",
+  "max_at_k_curve",
+  "max_at_k_curve_variance",
   "max_at_k_exact",
   "max_at_k_surrogate",
   "max_at_k_variance",
   "max_minus_second_advantages",
   "maxrl_advantages",
   "mean_with_interval",
+  "mg_pass_at_k",
   "order_stat_advantages",
   "order_stat_at_k",
   "order_stat_exact",
   "paired_difference",
   "pass_at_k",
+  "pass_at_k_curve",
+  "pass_at_k_curve_variance",
   "pass_at_k_posterior",
   "pass_at_k_training_advantages",
   "pass_at_k_variance",
+  "pass_hat_k",
+  "pass_hat_k_curve",
   "rank_weights",
   "reward_collision_probability",
   "rewind_repeat_pmf",

@@ -157,6 +157,31 @@ def _binary(n: int) -> Callable[..., dict[str, object]]:
   return fn
 
 
+def _reward_curves(n: int) -> Callable[..., dict[str, object]]:
+  def fn(r):
+    out = {"max_at_k_curve": maxk.max_at_k_curve(r)}
+    if n >= 2:
+      out["max_at_k_curve_variance"] = maxk.max_at_k_curve_variance(r)
+    return out
+
+  return fn
+
+
+def _binary_curves(n: int) -> Callable[..., dict[str, object]]:
+  def fn(c):
+    out = {"pass_at_k_curve": maxk.pass_at_k_curve(c), "pass_hat_k_curve": maxk.pass_hat_k_curve(c)}
+    if n >= 2:
+      out["pass_at_k_curve_variance"] = maxk.pass_at_k_curve_variance(c)
+    for k in _ks(n):
+      out[f"pass_hat_k,k={k}"] = maxk.pass_hat_k(c, k)
+      out[f"mg_pass_at_k,k={k}"] = maxk.mg_pass_at_k(c, k)
+      for tau in (0.0, 0.5, 1.0):
+        out[f"g_pass_at_k,k={k},tau={tau}"] = maxk.g_pass_at_k(c, k, tau=tau)
+    return out
+
+  return fn
+
+
 # Rank objectives: every named weight vector, custom, lifted and mixed-k weights.
 def _mixed_k(k0: int, t: float) -> np.ndarray:
   """k0 draws with probability 1 − t, k0 + 1 with probability t (max@k)."""
@@ -277,6 +302,26 @@ CASES = [
     "binary",
     ("pass_at_k", "pass_at_k_variance", "pass_at_k_training_advantages", "maxrl_advantages"),
     _binary,
+    inputs=("correct",),
+    sizes=(1, 2, 7),
+  ),
+  Case(
+    "reward_curves",
+    ("max_at_k_curve", "max_at_k_curve_variance"),
+    _reward_curves,
+    sizes=(1, 2, 7, _LARGE_N),
+  ),
+  Case(
+    "binary_curves",
+    (
+      "pass_at_k_curve",
+      "pass_at_k_curve_variance",
+      "pass_hat_k",
+      "pass_hat_k_curve",
+      "g_pass_at_k",
+      "mg_pass_at_k",
+    ),
+    _binary_curves,
     inputs=("correct",),
     sizes=(1, 2, 7),
   ),

@@ -1,0 +1,546 @@
+"""Whole curves over k, pass^k and G-Pass@k from n samples per group.
+
+Curves.  pass@k, max@k and their variance estimates for every k at once, each
+entry equal to the single-k estimator (:func:`maxk.pass_at_k`, :func:`maxk.max_at_k`,
+:func:`maxk.pass_at_k_variance`, :func:`maxk.max_at_k_variance`) at that k:
+
+  pass@k ≈ 1 − C(n−c, k)/C(n, k)                 (Chen et al. 2021; PKPO Eq. 3)
+  max@k  ≈ Σ_j C(j−1, k−1)/C(n, k) · r_(j)       (PKPO Eqs. 12-14)
+
+with c the number of correct samples and r_(1) <= ... <= r_(n) the sorted rewards.
+
+Stability metrics (all k samples, or a fraction τ of them, correct).  With X the
+number of correct samples in a k-subset drawn without replacement from the n
+samples (hypergeometric: P(X = j) = C(c, j) C(n−c, k−j)/C(n, k)):
+
+  pass^k        ≈ P(X = k) = C(c, k)/C(n, k)                  (Yao et al. 2024)
+  G-Pass@k_τ    ≈ P(X >= ⌈τk⌉) = Σ_{j=⌈τk⌉}^{k} C(c,j) C(n−c,k−j)/C(n,k)
+  mG-Pass@k     = (2/k) Σ_{i=⌈k/2⌉+1}^{k} G-Pass@k_{i/k}         (Liu et al. 2024)
+
+Each is a U-statistic (the mean over all k-subsets of a k-sample statistic), so it
+is unbiased for the same statistic of k i.i.d. draws: pass^k for p^k, G-Pass@k_τ
+for P(Binomial(k, p) >= ⌈τk⌉), with p the policy's probability of a correct sample.
+
+Every coefficient is a static float64 table, built on the host once per size and
+passed to the jitted kernels as an argument (a cached NumPy array, see
+:class:`maxk._src.sorted_kernels.Operand`), so one compiled program serves every k.
+
+References: Walder & Karkhanis, "Pass@K Policy Optimization", arXiv 2505.15201,
+Eqs. 3, 12-14; Chen et al., arXiv 2107.03374 (pass@k); Hoeffding 1948 (U-statistic
+variance); Yao et al., "τ-bench", arXiv 2406.12045 (pass^k); Liu et al., "Are Your
+LLMs Capable of Stable Reasoning?", arXiv 2412.13147 (G-Pass@k_τ, mG-Pass@k).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+from jax.typing import ArrayLike
+from jax.typing import DTypeLike
+import numpy as np
+
+from maxk._src import checks
+from maxk._src import combinatorics
+from maxk._src import metrics
+from maxk._src import sorted_kernels
+from maxk._src import sorting
+
+# ----------------------------------------------------------------------------
+# Host tables (float64, cached per size; cast to the caller's dtype last).
+# ----------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=8)
+def _log_factorial(n: int) -> np.ndarray:
+  """log m! for m = 0..n in extended precision (where the platform has it).
+
+  Differences of these give log C(a, b) with an absolute error of about
+  1e-19 · log n! on x86 (long double), so ratios of binomials built from them are
+  within ~1e-15 relative up to n = 4096 (and ~1e-12 where long double is double).
+  """
+  logs = np.log(np.arange(1, n + 1, dtype=np.longdouble))
+  return np.concatenate([np.zeros(1, np.longdouble), np.cumsum(logs)])
+
+
+def _log_binom(lf: np.ndarray, top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
+  """log C(top, bottom) from a log-factorial table, −inf unless 0 <= bottom <= top."""
+  top, bottom = np.broadcast_arrays(top, bottom)
+  ok = (bottom >= 0) & (bottom <= top)
+  t, b = np.where(ok, top, 0), np.where(ok, bottom, 0)
+  return np.where(ok, lf[t] - lf[b] - lf[t - b], -np.inf)
+
+
+@functools.lru_cache(maxsize=16)
+def _fail_logs(n: int, kmax: int) -> tuple[np.ndarray, np.ndarray]:
+  """(log p, log(q/p)) over k = 1..kmax (rows) and c = 0..n (columns), float64.
+
+  p = C(n−c, k)/C(n, k) and q = C(n−c−k, k)/C(n−k, k): row k holds exactly the
+  cumulative sums over c of same-sign log1p terms that :mod:`maxk._src.estimate_variance`
+  builds for that k alone (so its tables are reproduced bit for bit), with
+  log(q/p) only meaningful where 2k <= n.
+  """
+  k = np.arange(1, kmax + 1, dtype=np.float64)[:, None]
+  big = (n - np.arange(n, dtype=np.float64))[None, :]  # N = n − c for the step c -> c + 1
+  with np.errstate(divide="ignore", invalid="ignore"):
+    step_p = np.where(big > k, combinatorics.log1m_ratio(k, big), -np.inf)
+    step_r = np.where(big > 2 * k, combinatorics.log1m_ratio(k**2, (big - k) ** 2), -np.inf)
+  zero = np.zeros((kmax, 1))
+  log_p = np.concatenate([zero, np.cumsum(step_p, axis=1)], axis=1)
+  log_r = np.concatenate([zero, np.cumsum(step_r, axis=1)], axis=1)
+  return log_p, log_r
+
+
+@functools.lru_cache(maxsize=16)
+def _pass_curve_operand(n: int, dtype: DTypeLike) -> np.ndarray:
+  """T[c, k−1] = 1 − C(n−c, k)/C(n, k), shape [n+1, n], in ``dtype``."""
+  log_p, _ = _fail_logs(n, n)
+  return np.asarray(-np.expm1(log_p).T, np.dtype(dtype))
+
+
+@functools.lru_cache(maxsize=16)
+def _pass_hat_curve_operand(n: int, dtype: DTypeLike) -> np.ndarray:
+  """T[c, k−1] = C(c, k)/C(n, k) = p at c' = n − c, shape [n+1, n], in ``dtype``."""
+  log_p, _ = _fail_logs(n, n)
+  with np.errstate(under="ignore"):
+    return np.asarray(np.exp(log_p[:, ::-1]).T, np.dtype(dtype))
+
+
+@functools.lru_cache(maxsize=16)
+def _pass_variance_curve_operand(n: int, dtype: DTypeLike) -> np.ndarray:
+  """T[c, k−1] = p² (1 − q/p) for k = 1..n//2, shape [n+1, n//2], in ``dtype``."""
+  log_p, log_r = _fail_logs(n, n // 2)
+  with np.errstate(under="ignore"):
+    return np.asarray((np.exp(2 * log_p) * -np.expm1(log_r)).T, np.dtype(dtype))
+
+
+@functools.lru_cache(maxsize=16)
+def _max_weight_table(n: int) -> np.ndarray:
+  """W[k−1, j−1] = C(j−1, k−1)/C(n, k) for k, j = 1..n (float64; rows sum to 1)."""
+  lf = _log_factorial(n)
+  k = np.arange(1, n + 1)[:, None]
+  j = np.arange(1, n + 1)[None, :]
+  log_w = _log_binom(lf, j - 1, k - 1) - _log_binom(lf, np.full_like(k, n), k)
+  with np.errstate(under="ignore"):
+    return np.exp(log_w).astype(np.float64)
+
+
+@functools.lru_cache(maxsize=16)
+def _max_curve_operands(n: int, dtype: DTypeLike) -> tuple[np.ndarray, np.ndarray]:
+  # Rank j is the maximum of C(j−1, k−1) > 0 subsets exactly when j >= k, also
+  # where that weight underflows.
+  top = np.arange(1, n + 1)[None, :] >= np.arange(1, n + 1)[:, None]
+  return np.asarray(_max_weight_table(n), np.dtype(dtype)), top
+
+
+@functools.lru_cache(maxsize=16)
+def _gap_curve_operands(
+  n: int, dtype: DTypeLike
+) -> tuple[sorted_kernels.Operand, sorted_kernels.Operand]:
+  """(p, γ) over k = 1..n//2 (rows) and gaps m = 1..n−1: p = C(m,k)/C(n,k),
+  γ = p (1 − q/p) at c = n − m, as in :func:`maxk.max_at_k_variance`."""
+  log_p, log_r = _fail_logs(n, n // 2)
+  with np.errstate(under="ignore"):
+    p = np.exp(log_p[:, n - 1 : 0 : -1])
+    gamma = p * -np.expm1(log_r[:, n - 1 : 0 : -1])
+  return sorted_kernels.operand(p, dtype), sorted_kernels.operand(gamma, dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _hypergeometric_tails(n: int, k: int) -> np.ndarray:
+  """T[c, i] = P(X >= i) for X ~ Hypergeometric(n, c, k), c = 0..n, i = 0..k (float64).
+
+  P(X = j) = C(c, j) C(n−c, k−j)/C(n, k) from extended-precision log factorials;
+  the tails are sums of these non-negative terms (no cancellation), clipped to 1.
+  """
+  lf = _log_factorial(n)
+  c = np.arange(n + 1)[:, None]
+  j = np.arange(k + 1)[None, :]
+  log_pmf = _log_binom(lf, c, j) + _log_binom(lf, n - c, k - j) - _log_binom(lf, np.array(n), k)
+  with np.errstate(under="ignore"):
+    pmf = np.exp(log_pmf).astype(np.float64)
+  tails = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]
+  return np.minimum(tails, 1.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _g_pass_operand(n: int, k: int, threshold: int, dtype: DTypeLike) -> np.ndarray:
+  return np.asarray(_hypergeometric_tails(n, k)[:, threshold], np.dtype(dtype))
+
+
+@functools.lru_cache(maxsize=64)
+def _mg_pass_operand(n: int, k: int, dtype: DTypeLike) -> np.ndarray:
+  majority = (k + 1) // 2  # ⌈k/2⌉
+  tails = _hypergeometric_tails(n, k)[:, majority + 1 : k + 1]
+  return np.asarray(2.0 / k * np.sum(tails, axis=1), np.dtype(dtype))
+
+
+@functools.lru_cache(maxsize=64)
+def _pass_hat_operand(n: int, k: int, dtype: DTypeLike) -> np.ndarray:
+  return np.asarray(combinatorics.binom_ratio(np.arange(n + 1), k, n, k), np.dtype(dtype))
+
+
+# ----------------------------------------------------------------------------
+# Kernels.
+# ----------------------------------------------------------------------------
+
+
+@jax.jit
+def _row_lookup(values: jax.Array, table: jax.Array) -> jax.Array:
+  """table[c] (a row over k) for each group's number c of correct samples; NaN rows
+  for groups with a non-finite entry."""
+  count, index = metrics.count_correct(values)
+  return jnp.where(jnp.isfinite(count)[..., None], table[index], jnp.nan)
+
+
+# Elements of the [..., chunk of k, n] intermediates evaluated at once by the
+# curves that need one pass per k (a bound on their memory, 64 MiB in float32).
+_CHUNK_ELEMENTS = 2**24
+
+
+def _chunk(num_k: int, per_k: int) -> int:
+  return max(1, min(num_k, _CHUNK_ELEMENTS // max(1, per_k)))
+
+
+@jax.jit
+def _max_at_k_curve(rewards: jax.Array, weights: jax.Array, top: jax.Array) -> jax.Array:
+  r_sorted, _ = sorting.sort_last(rewards)
+
+  def one_k(coeffs: tuple[jax.Array, jax.Array]) -> jax.Array:
+    # :func:`maxk.max_at_k`'s compensated rank-weighted sum at one k.
+    w, pos = coeffs
+    return sorted_kernels.rank_weighted_sum(r_sorted, w, pos, jnp.zeros_like(pos))
+
+  chunk = _chunk(weights.shape[0], rewards.size)
+  out = lax.map(one_k, (weights, top), batch_size=chunk)
+  return checks.nan_group(rewards, jnp.moveaxis(out, 0, -1))
+
+
+@jax.jit
+def _max_at_k_curve_variance(
+  rewards: jax.Array, p: sorted_kernels.Operand, gamma: sorted_kernels.Operand
+) -> jax.Array:
+  r_sorted, _ = sorting.sort_last(rewards)
+  lower, upper = r_sorted[..., :-1], r_sorted[..., 1:]
+  gaps = jnp.where(upper == lower, 0, upper - lower)
+
+  def one_k(coeffs: tuple[jax.Array, jax.Array, jax.Array, jax.Array]) -> jax.Array:
+    # The gap form of :func:`maxk.max_at_k_variance` at one k.
+    p_value, p_nonzero, g_value, g_nonzero = coeffs
+    weighted = jnp.where(p_nonzero, p_value * gaps, 0)
+    inner = weighted + 2 * sorted_kernels.exclusive_prefix_sum(weighted)
+    return jnp.sum(jnp.where(g_nonzero, g_value * gaps, 0) * inner, axis=-1)
+
+  num_k = p.value.shape[0]
+  chunk = _chunk(num_k, gaps.size)
+  out = lax.map(one_k, (p.value, p.nonzero, gamma.value, gamma.nonzero), batch_size=chunk)
+  return jnp.moveaxis(out, 0, -1)
+
+
+# ----------------------------------------------------------------------------
+# Argument checks.
+# ----------------------------------------------------------------------------
+
+
+def _validate_curve_correct(correct: ArrayLike) -> tuple[jax.Array, int]:
+  values, n, _, _ = metrics.validate_correct(correct, 1)
+  return values, n
+
+
+def _check_pairs(n: int, name: str) -> None:
+  if n < 2:
+    raise ValueError(
+      f"{name} must hold at least 2 samples on its last axis: the unbiased variance"
+      f" estimate at k needs two disjoint k-subsets (n >= 2k); got n={n}."
+    )
+
+
+def _check_tau(tau: object) -> float:
+  if isinstance(tau, (bool, np.bool_)) or not isinstance(tau, numbers.Real):
+    raise ValueError(f"tau={tau!r} must be a real number in [0, 1] (got {type(tau).__name__}).")
+  tau = float(tau)
+  if not 0.0 <= tau <= 1.0:  # also rejects NaN
+    raise ValueError(f"tau={tau} must satisfy 0 <= tau <= 1.")
+  return tau
+
+
+def _threshold(tau: float, k: int) -> int:
+  """max(⌈τk⌉, 1), with τk within 1e-9 of an integer taken as that integer, so that
+  τ = i/k written in floating point (e.g. 0.35 · 20) asks for exactly i."""
+  x = tau * k
+  nearest = round(x)
+  j = nearest if abs(x - nearest) <= 1e-9 * max(1.0, x) else math.ceil(x)
+  return max(int(j), 1)
+
+
+# ----------------------------------------------------------------------------
+# Public functions.
+# ----------------------------------------------------------------------------
+
+
+def pass_at_k_curve(correct: ArrayLike) -> jax.Array:
+  """Unbiased pass@k estimates for every k = 1..n at once.
+
+  Entry k−1 of the last axis is 1 − C(n−c, k)/C(n, k), with c the number of
+  correct samples of the group: :func:`maxk.pass_at_k` at that k.  The curve is
+  read from a static float64 table T[c, k] (1 − exp of cumulative sums of
+  same-sign log1p terms, within ~1e-13 relative of the exact ratio), so every
+  float32 entry is correctly rounded up to that error (it may differ from
+  :func:`maxk.pass_at_k`, whose table is exact, by 1 ulp where the value falls on
+  a rounding boundary).
+
+  Cost: O(n) per group (the count and a gather of one table row); the table has
+  n(n+1) entries (4 MiB in float32 at n = 1024), built once per n in O(n²) on the
+  host and passed to the compiled lookup.
+
+  Args:
+    correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
+
+  Returns:
+    ``[..., n]`` float32 (or the input's floating dtype) estimates in [0, 1],
+    non-decreasing in k.  A group with a non-finite entry returns NaN for every
+    k.  Values outside {0, 1} raise ``ValueError`` when called eagerly; under
+    ``jit`` c is taken as the rounded sum of the group, as in :func:`maxk.pass_at_k`.
+
+  Raises:
+    ValueError: if ``correct`` is a scalar, empty or not {0, 1}.
+
+  References: Chen et al., arXiv 2107.03374 (the pass@k estimator); Walder &
+  Karkhanis, arXiv 2505.15201, Eq. 3.
+  """
+  values, n = _validate_curve_correct(correct)
+  return _row_lookup(values, _pass_curve_operand(n, values.dtype))
+
+
+def max_at_k_curve(rewards: ArrayLike) -> jax.Array:
+  """Unbiased max@k estimates for every k = 1..n at once.
+
+  Entry k−1 of the last axis is Σ_j C(j−1, k−1)/C(n, k) · r_(j) over the sorted
+  rewards, the mean over all k-subsets of the subset maximum: :func:`maxk.max_at_k`
+  at that k.  Each entry is that function's sum with the static [n, n] float64
+  weight table W[k, j] (from extended-precision log factorials, within ~1e-15
+  relative of the exact ratios on x86): a compensated (TwoSum) sum over the
+  sorted rewards, so the float32 error is about ε·Σ_j W[k, j] |r_(j)| + ε·|max@k|
+  for any n and any offset of the rewards, as for :func:`maxk.max_at_k`.  The
+  gradient with respect to the rewards is W[k, rank] (as for :func:`maxk.max_at_k`).
+
+  Infinite rewards follow :func:`maxk.max_at_k` at each k: a +inf reward makes
+  every entry +inf, m rewards −inf make the entries k <= m −inf (some k-subset
+  holds only −inf), and both together give NaN there.
+
+  Cost: O(n²) per group (one sort, then O(n) per k; the k's are mapped over in
+  chunks that bound the intermediate to 2^24 elements); the weight table has n²
+  entries (4 MiB in float32 at n = 1024), built once per n on the host.
+
+  Args:
+    rewards: ``[..., n]`` float rewards; samples on the last axis.  Ties and
+      negative or infinite rewards are allowed.
+
+  Returns:
+    ``[..., n]`` estimates, non-decreasing in k.  A NaN in a group makes that
+    group's whole curve NaN, and only it.
+
+  Raises:
+    ValueError: if ``rewards`` is a scalar, empty or not real.
+
+  References: Walder & Karkhanis, "Pass@K Policy Optimization", arXiv 2505.15201,
+  Eqs. 12-14.
+  """
+  rewards = checks.as_float_array(rewards, "rewards")
+  n = rewards.shape[-1]
+  if n < 1:
+    raise ValueError(
+      f"rewards must hold at least one sample on its last axis; got {rewards.shape}."
+    )
+  return _max_at_k_curve(rewards, *_max_curve_operands(n, rewards.dtype))
+
+
+def pass_at_k_curve_variance(correct: ArrayLike) -> jax.Array:
+  """Unbiased estimates of the sampling variance of :func:`pass_at_k_curve`, k = 1..n//2.
+
+  Entry k−1 is :func:`maxk.pass_at_k_variance` at k: V̂ = p (p − q) with
+  p = C(n−c,k)/C(n,k) and q = C(n−c−k,k)/C(n−k,k), unbiased for the variance of
+  the pass@k estimate when n >= 2k (U-statistic theory), in [0, 1/4].  The
+  static float64 table V[c, k] holds, column by column, exactly the values of
+  :func:`maxk.pass_at_k_variance`'s table at that k (so the results are
+  bit-identical to it).
+
+  Cost: O(n) per group (the count and a gather of one table row); the table has
+  (n+1)·⌊n/2⌋ entries, built once per n in O(n²) on the host.
+
+  Args:
+    correct: ``[..., n]`` bool or {0, 1}; samples on the last axis; n >= 2.
+
+  Returns:
+    ``[..., n // 2]`` variance estimates (entry k−1 for k = 1..⌊n/2⌋).  A group
+    with a non-finite entry returns NaN for every k.
+
+  Raises:
+    ValueError: if ``correct`` has fewer than 2 samples or is not {0, 1}.
+
+  References: Hoeffding 1948 (U-statistic variance); Chen et al., arXiv 2107.03374.
+  """
+  values, n = _validate_curve_correct(correct)
+  _check_pairs(n, "correct")
+  return _row_lookup(values, _pass_variance_curve_operand(n, values.dtype))
+
+
+def max_at_k_curve_variance(rewards: ArrayLike) -> jax.Array:
+  """Unbiased estimates of the sampling variance of :func:`max_at_k_curve`, k = 1..n//2.
+
+  Entry k−1 is :func:`maxk.max_at_k_variance` at k: with d_m the gaps of the
+  sorted rewards, V̂ = Σ_m γ_m d_m (p_m d_m + 2 Σ_{m'<m} p_m' d_m'),
+  p_m = C(m,k)/C(n,k), γ_m = C(m,k)/C(n,k) − C(m−k,k)/C(n−k,k), the same float64
+  coefficients and the same float arithmetic at each k (so it is >= 0, shift
+  invariant and accurate to about n·ε relative, as that function).  The
+  prefix sum depends on k, so no all-k form is cheaper than one pass per k: the
+  k's are mapped over in chunks that bound the intermediate to 2^24 elements.
+
+  Cost: O(n log n + n²/2) per group (one sort, then O(n) per k); two coefficient
+  tables of ⌊n/2⌋(n−1) entries, built once per n on the host.
+
+  Args:
+    rewards: ``[..., n]`` float rewards; samples on the last axis; n >= 2.  Ties
+      are allowed; −inf rewards as in :func:`maxk.max_at_k_variance` (the
+      entries with k <= their number are +inf).
+
+  Returns:
+    ``[..., n // 2]`` variance estimates (entry k−1 for k = 1..⌊n/2⌋), >= 0.  A NaN
+    in a group makes that group's whole curve NaN, and only it.
+
+  Raises:
+    ValueError: if ``rewards`` has fewer than 2 samples, or is not real.
+
+  References: Hoeffding 1948 (U-statistic variance); Walder & Karkhanis, arXiv
+  2505.15201, Eqs. 12-14 (the estimator).
+  """
+  rewards = checks.as_float_array(rewards, "rewards")
+  n = rewards.shape[-1]
+  _check_pairs(n, "rewards")
+  return _max_at_k_curve_variance(rewards, *_gap_curve_operands(n, rewards.dtype))
+
+
+def pass_hat_k(correct: ArrayLike, k: int) -> jax.Array:
+  """Unbiased pass^k estimate (all k samples correct) from n samples per group.
+
+  pass^k of a policy is p^k, the probability that k i.i.d. samples are all
+  correct.  The estimate C(c, k)/C(n, k), the fraction of k-subsets of the n
+  samples that hold only correct ones (c the number of correct samples), is
+  unbiased for it (a U-statistic); it is G-Pass@k_τ at τ = 1 (:func:`g_pass_at_k`).
+  Read from a static float64 table indexed by c, exact (correctly rounded) for
+  n <= 8192 as :func:`maxk.pass_at_k`.  Cost O(n) per group (the count).
+
+  Args:
+    correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
+    k: static int, ``1 <= k <= n``.
+
+  Returns:
+    ``[...]`` estimates in [0, 1].  A group with a non-finite entry returns NaN.
+    Values outside {0, 1} raise ``ValueError`` when called eagerly; under ``jit``
+    c is taken as the rounded sum of the group.
+
+  Raises:
+    ValueError: if ``k`` is not an int in [1, n] or ``correct`` is not {0, 1}.
+
+  References: Yao et al., "τ-bench", arXiv 2406.12045 (pass^k); Liu et al.,
+  arXiv 2412.13147 (G-Pass@k, its τ = 1 case).
+  """
+  values, n, k, _ = metrics.validate_correct(correct, k)
+  return metrics.table_lookup(values, _pass_hat_operand(n, k, values.dtype))
+
+
+def pass_hat_k_curve(correct: ArrayLike) -> jax.Array:
+  """Unbiased pass^k estimates C(c, k)/C(n, k) for every k = 1..n at once.
+
+  Entry k−1 is :func:`pass_hat_k` at k, read from a static float64 table (the
+  reversed rows of :func:`pass_at_k_curve`'s, within ~1e-13 relative of the exact
+  ratio).  Cost O(n) per group; a table of n(n+1) entries, built once per n.
+
+  Args:
+    correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
+
+  Returns:
+    ``[..., n]`` estimates in [0, 1], non-increasing in k.  A group with a
+    non-finite entry returns NaN for every k.
+
+  Raises:
+    ValueError: if ``correct`` is a scalar, empty or not {0, 1}.
+
+  References: Yao et al., "τ-bench", arXiv 2406.12045 (pass^k).
+  """
+  values, n = _validate_curve_correct(correct)
+  return _row_lookup(values, _pass_hat_curve_operand(n, values.dtype))
+
+
+def g_pass_at_k(correct: ArrayLike, k: int, *, tau: float) -> jax.Array:
+  """G-Pass@k_τ of Liu et al.: the estimated probability that at least ⌈τk⌉ of k
+  samples are correct.
+
+  G-Pass@k_τ ≈ Σ_{j=⌈τk⌉}^{k} C(c, j) C(n−c, k−j)/C(n, k), the fraction of k-subsets
+  of the n samples with at least ⌈τk⌉ correct ones (c correct samples in all):
+  an unbiased estimate of P(Binomial(k, p) >= ⌈τk⌉) (a U-statistic).  τ = 1 gives
+  pass^k (:func:`pass_hat_k`), and any 0 < τ <= 1/k, as τ -> 0, gives pass@k
+  (:func:`maxk.pass_at_k`).  The paper defines τ ∈ (0, 1]; τ = 0 is accepted as
+  that limit (threshold 1, as in the authors' code).  A τk within 1e-9 of an
+  integer counts as that integer, so τ = i/k in floating point asks for exactly i.
+
+  The value is read from a static float64 table over c (hypergeometric tail sums
+  of non-negative terms from extended-precision log factorials, ~1e-15 relative
+  on x86).  Cost O(n) per group (the count); the table costs O(n·k) once per
+  (n, k, ⌈τk⌉) on the host.  The mean over prompts is the benchmark score.
+
+  Args:
+    correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
+    k: static int, ``1 <= k <= n``.
+    tau: keyword-only, the tolerance τ, a real number in [0, 1].
+
+  Returns:
+    ``[...]`` per-group estimates in [0, 1].  A group with a non-finite entry
+    returns NaN.  Values outside {0, 1} raise ``ValueError`` when called eagerly.
+
+  Raises:
+    ValueError: if ``k`` is not an int in [1, n], ``tau`` is not a real number
+      in [0, 1], or ``correct`` is not {0, 1}.
+
+  References: Liu et al., "Are Your LLMs Capable of Stable Reasoning?", arXiv
+  2412.13147, Sec. 2 (the definition of G-Pass@k_τ).
+  """
+  values, n, k, _ = metrics.validate_correct(correct, k)
+  threshold = _threshold(_check_tau(tau), k)
+  return metrics.table_lookup(values, _g_pass_operand(n, k, threshold, values.dtype))
+
+
+def mg_pass_at_k(correct: ArrayLike, k: int) -> jax.Array:
+  """mG-Pass@k of Liu et al.: G-Pass@k_τ averaged over τ ∈ [0.5, 1].
+
+  mG-Pass@k = (2/k) Σ_{i=⌈k/2⌉+1}^{k} G-Pass@k_{i/k} (:func:`g_pass_at_k`), the
+  paper's discretisation of 2∫_{0.5}^{1} G-Pass@k_τ dτ; equivalently
+  (2/k) E[(X − ⌈k/2⌉)_+] for X the number of correct samples in a random
+  k-subset.  Unbiased for the same functional of Binomial(k, p).  As defined, the
+  weights 2/k over ⌊k/2⌋ terms sum to 2⌊k/2⌋/k: for odd k a policy that is
+  always correct scores (k−1)/k, not 1, and mG-Pass@1 = 0 (an empty sum).
+
+  Read from a static float64 table over c (as :func:`g_pass_at_k`).  Cost O(n)
+  per group; the table costs O(n·k) once per (n, k) on the host.
+
+  Args:
+    correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
+    k: static int, ``1 <= k <= n``.
+
+  Returns:
+    ``[...]`` per-group estimates in [0, 2⌊k/2⌋/k].  A group with a non-finite
+    entry returns NaN.  Values outside {0, 1} raise ``ValueError`` when called
+    eagerly.
+
+  Raises:
+    ValueError: if ``k`` is not an int in [1, n] or ``correct`` is not {0, 1}.
+
+  References: Liu et al., "Are Your LLMs Capable of Stable Reasoning?", arXiv
+  2412.13147, Sec. 2 (the definition of mG-Pass@k).
+  """
+  values, n, k, _ = metrics.validate_correct(correct, k)
+  return metrics.table_lookup(values, _mg_pass_operand(n, k, values.dtype))
