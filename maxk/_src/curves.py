@@ -160,7 +160,9 @@ def _hypergeometric_tails(n: int, k: int) -> np.ndarray:
   lf = _log_factorial(n)
   c = np.arange(n + 1)[:, None]
   j = np.arange(k + 1)[None, :]
-  log_pmf = _log_binom(lf, c, j) + _log_binom(lf, n - c, k - j) - _log_binom(lf, np.array(n), k)
+  log_pmf = (
+    _log_binom(lf, c, j) + _log_binom(lf, n - c, k - j) - _log_binom(lf, np.array(n), np.array(k))
+  )
   with np.errstate(under="ignore"):
     pmf = np.exp(log_pmf).astype(np.float64)
   tails = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]
