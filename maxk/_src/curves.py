@@ -478,7 +478,7 @@ def pass_hat_k_curve(correct: ArrayLike) -> jax.Array:
   return _row_lookup(values, _pass_hat_curve_operand(n, values.dtype))
 
 
-def g_pass_at_k(correct: ArrayLike, k: int, *, tau: float) -> jax.Array:
+def g_pass_at_k(correct: ArrayLike, k: int, tau: float) -> jax.Array:
   """G-Pass@k_τ of Liu et al.: the estimated probability that at least ⌈τk⌉ of k
   samples are correct.
 
@@ -498,7 +498,7 @@ def g_pass_at_k(correct: ArrayLike, k: int, *, tau: float) -> jax.Array:
   Args:
     correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
     k: static int, ``1 <= k <= n``.
-    tau: keyword-only, the tolerance τ, a real number in [0, 1].
+    tau: the tolerance τ, a real number in [0, 1] (positional or keyword).
 
   Returns:
     ``[...]`` per-group estimates in [0, 1].  A group with a non-finite entry

@@ -140,7 +140,7 @@ def test_pass_family_is_unbiased_over_all_outcome_tuples():
     np.testing.assert_allclose(mean(maxk.pass_hat_k(correct, int(k))), p**k, atol=1e-6)
     binom = stats.binom(k, p)
     for i in range(1, k + 1):  # tau = i/k asks for at least i correct
-      got = mean(maxk.g_pass_at_k(correct, int(k), tau=i / k))
+      got = mean(maxk.g_pass_at_k(correct, int(k), i / k))
       np.testing.assert_allclose(got, binom.sf(i - 1), atol=1e-6, err_msg=f"k={k} i={i}")
     m = math.ceil(k / 2)
     want = 2 / k * sum(binom.sf(i - 1) for i in range(m + 1, k + 1))
