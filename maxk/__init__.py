@@ -39,6 +39,8 @@ from maxk._src.peers import max_minus_second_advantages
 from maxk._src.peers import maxrl_advantages
 from maxk._src.peers import pass_at_k_training_advantages
 from maxk._src.peers import rloo_advantages
+from maxk._src.prompt_weights import implied_prompt_weight
+from maxk._src.prompt_weights import success_objective_advantages
 from maxk._src.rank_objectives import lift_rank_weights
 from maxk._src.rank_objectives import order_stat_advantages
 from maxk._src.rank_objectives import order_stat_at_k
@@ -73,6 +75,7 @@ __all__ = (
   "bon_win_rate_gap_bound_delta",
   "g_pass_at_k",
   "grpo_advantages",
+  "implied_prompt_weight",
   "kl_divergence",
   "lift_rank_weights",
   "max_at_k",
@@ -103,6 +106,7 @@ __all__ = (
   "reward_collision_probability",
   "rewind_repeat_pmf",
   "rloo_advantages",
+  "success_objective_advantages",
   "variance_split",
   "win_rate",
 )

@@ -17,7 +17,13 @@ _NOTEBOOKS = execute.notebook_paths()
 
 def test_there_are_notebooks():
   names = {os.path.basename(p) for p in _NOTEBOOKS}
-  assert {"pkpo.ipynb", "best_of_n.ipynb", "max_at_k.ipynb", "lm.ipynb"} <= names
+  assert {
+    "pkpo.ipynb",
+    "best_of_n.ipynb",
+    "max_at_k.ipynb",
+    "lm.ipynb",
+    "prompt_weights.ipynb",
+  } <= names
 
 
 @pytest.mark.parametrize("path", _NOTEBOOKS, ids=os.path.basename)

@@ -11,7 +11,7 @@ from notebooks import execute
 from tests import REPO_ROOT
 from tests import WAIT_S
 
-_EXPECTED = ["best_of_n", "lm", "max_at_k", "pkpo"]
+_EXPECTED = ["best_of_n", "lm", "max_at_k", "pkpo", "prompt_weights"]
 
 
 def _cells(nb):
