@@ -46,6 +46,10 @@ from maxk._src.rank_objectives import order_stat_advantages
 from maxk._src.rank_objectives import order_stat_at_k
 from maxk._src.rank_objectives import rank_weights
 from maxk._src.rewind_repeat import rewind_repeat_pmf
+from maxk._src.selectors import selected_at_k
+from maxk._src.selectors import selected_at_k_advantages
+from maxk._src.selectors import selected_at_k_exact
+from maxk._src.selectors import selected_pmf
 from maxk._src.tie_classes import reward_collision_probability
 from maxk._src.uncertainty import Interval
 from maxk._src.uncertainty import VarianceSplit
@@ -106,6 +110,10 @@ __all__ = (
   "reward_collision_probability",
   "rewind_repeat_pmf",
   "rloo_advantages",
+  "selected_at_k",
+  "selected_at_k_advantages",
+  "selected_at_k_exact",
+  "selected_pmf",
   "success_objective_advantages",
   "variance_split",
   "win_rate",
