@@ -104,6 +104,10 @@ COLORS: dict[str, str] = {
   "max": "#d62728",
   "top_m": "#6b6ecf",
   "min": "#2f4f4f",
+  # Best-of-k chosen by a score (maxk.selected_at_k, selected_at_k_exact, selected_pmf).
+  "selected_at_k": "#e6550d",
+  "selected_at_k_exact": "#e6550d",
+  "selected_pmf": "#fdae6b",
 }
 
 MARKERS: dict[str, str] = {
