@@ -108,6 +108,10 @@ COLORS: dict[str, str] = {
   "pass_hat_k": "#117a65",
   "g_pass_at_k": "#b8860b",
   "mg_pass_at_k": "#6c3483",
+  # Best-of-k chosen by a score (maxk.selected_at_k, selected_at_k_exact, selected_pmf).
+  "selected_at_k": "#e6550d",
+  "selected_at_k_exact": "#e6550d",
+  "selected_pmf": "#fdae6b",
 }
 
 MARKERS: dict[str, str] = {

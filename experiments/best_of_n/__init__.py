@@ -18,6 +18,11 @@ Reproduces the paper's numerical study with the exact best-of-n functions of
   and with each ``--rr_max_tries``) on the same references, with the curve
   (log(n) - (n-1)/n, n/(n+1)).
 
+* Best-of-n selected by a noisy proxy score (``proxy``): the true reward of the
+  arm chosen by the proxy r + sigma * error (Gaussian and Student-t errors) vs n,
+  exactly (``maxk.selected_at_k_exact``) and by simulation, the selected policy's KL,
+  and the n where the true reward peaks (over-optimisation).
+
 Best-of-n draws for the Monte Carlo estimate are sampled from the exact PMF
 ``maxk.bon_pmf`` (the same law as drawing n outcomes and keeping the best one;
 ``tests/maxk/best_of_n_test.py`` checks that equivalence).
@@ -26,11 +31,12 @@ Usage:
   python -m experiments.best_of_n --out_dir=/tmp/best_of_n
 
 Writes ``results.csv`` (one row per reference and n, or per reference, threshold
-and try limit), ``config.json``, ``summary.json`` and the figures
-``kl_vs_n_uniform.png``, ``kl_vs_n_other.png``, ``kl_gap.png`` and
-``win_rate_vs_kl.png`` into ``--out_dir``.
+and try limit), ``config.json``, ``summary.json``, ``proxy.csv`` (one row per error
+family, sigma and n), ``proxy_peaks.csv`` and the figures ``kl_vs_n_uniform.png``,
+``kl_vs_n_other.png``, ``kl_gap.png``, ``win_rate_vs_kl.png`` and
+``proxy_overoptimisation.png`` into ``--out_dir``.
 
 Modules: ``main`` (flags), ``config`` (flag parsing and checks), ``references``
 (the reference policies), ``study`` (result rows and summary), ``plotting``
-(figures), ``experiment`` (the whole run).
+(figures), ``proxy`` (the proxy-selection study), ``experiment`` (the whole run).
 """

@@ -35,6 +35,13 @@ class Config:
   # Try limits of rewind-and-repeat besides the unlimited one, which always runs.
   rr_max_tries: tuple[int, ...] = (16,)
   float64: bool = True
+  # Best-of-n selected by a noisy proxy score (experiments.best_of_n.proxy).
+  proxy_arms: int = 1000
+  proxy_sigmas: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0)
+  proxy_t_df: float = 2.0
+  proxy_n_max: int = 1024
+  proxy_num_n: int = 21
+  proxy_mc_draws: int = 200
 
 
 def _int(value: Any, low: int) -> int:
@@ -115,6 +122,20 @@ def _alphas(value: Any) -> tuple[float, ...]:
   return alphas
 
 
+def _sigmas(value: Any) -> tuple[float, ...]:
+  def parse(v: str) -> float:
+    number = _float(v)
+    if number < 0:
+      raise ValueError("must be >= 0")
+    return number
+
+  sigmas = _items(value, parse, "finite numbers >= 0")
+  if not sigmas:
+    raise ValueError("must list at least one value")
+  _distinct(sigmas, key=lambda s: f"{s:g}")
+  return sigmas
+
+
 def _max_tries(value: Any) -> tuple[int, ...]:
   rule = "integers >= 1 or 'none'"
   tries = _items(value, lambda v: None if v.lower() == "none" else _int(v, 1), rule)
@@ -144,6 +165,12 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
   "num_thresholds": lambda v: _int(v, 1),
   "rr_max_tries": _max_tries,
   "float64": _bool,
+  "proxy_arms": lambda v: _int(v, 2),
+  "proxy_sigmas": _sigmas,
+  "proxy_t_df": _positive,
+  "proxy_n_max": lambda v: _int(v, 1),
+  "proxy_num_n": lambda v: _int(v, 1),
+  "proxy_mc_draws": lambda v: _int(v, 1),
 }
 
 

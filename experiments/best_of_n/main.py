@@ -89,6 +89,28 @@ _FLOAT64 = flags.DEFINE_boolean(
   "Compute in float64 (jax_enable_x64), so that KL gaps below float32 "
   "resolution (~1e-7 nats) are resolved; --nofloat64 runs the library's float32 default.",
 )
+_PROXY_ARMS = flags.DEFINE_integer(
+  "proxy_arms", 1000, "Arms (>= 2) of the base policy of the proxy-selection study."
+)
+_PROXY_SIGMAS = flags.DEFINE_list(
+  "proxy_sigmas",
+  ["0", "0.5", "1", "2"],
+  "Distinct scales sigma >= 0 of the proxy's errors (proxy = reward + sigma * error).",
+)
+_PROXY_T_DF = flags.DEFINE_float(
+  "proxy_t_df", 2.0, "Degrees of freedom (> 0) of the heavy-tailed (Student-t) proxy errors."
+)
+_PROXY_N_MAX = flags.DEFINE_integer(
+  "proxy_n_max", 1024, "Largest n (>= 1) of the proxy-selection study's log-spaced n grid."
+)
+_PROXY_NUM_N = flags.DEFINE_integer(
+  "proxy_num_n", 21, "Points (>= 1) of the proxy-selection study's n grid."
+)
+_PROXY_MC_DRAWS = flags.DEFINE_integer(
+  "proxy_mc_draws",
+  200,
+  "Simulated best-of-n draws (>= 1) per (errors, sigma, n) for the Monte Carlo check.",
+)
 _STUDY_FLAGS = (
   _SEED,
   _N_MAX,
@@ -103,6 +125,12 @@ _STUDY_FLAGS = (
   _NUM_THRESHOLDS,
   _RR_MAX_TRIES,
   _FLOAT64,
+  _PROXY_ARMS,
+  _PROXY_SIGMAS,
+  _PROXY_T_DF,
+  _PROXY_N_MAX,
+  _PROXY_NUM_N,
+  _PROXY_MC_DRAWS,
 )
 
 

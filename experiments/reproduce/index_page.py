@@ -45,6 +45,13 @@ FIGURES: dict[str, tuple[str, str]] = {
     "(log n - (n-1)/n, n/(n+1)); at equal KL rewind-and-repeat mostly wins less often than "
     "best-of-n.",
   ),
+  "best_of_n/proxy_overoptimisation.png": (
+    "Best-of-n selected by a noisy proxy",
+    "True reward of the arm best-of-n selects by a proxy score r + sigma*error (exact "
+    "maxk.selected_at_k_exact lines, Monte Carlo +-2 s.e., star: the peak): with Gaussian "
+    "errors it keeps rising with n, with heavy-tailed (Student-t) errors it peaks and falls "
+    "(over-optimisation), at a KL that follows log n - (n-1)/n (proxy_peaks.csv).",
+  ),
   "bandit_variance/variance_gaussian.png": (
     "Variance vs n, Gaussian toy (PKPO Fig. 4)",
     "PKPO's Gaussian toy: gradient variance of every estimator vs n, bands +-2 s.e. (the "

@@ -60,6 +60,10 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
       "--num_mc_draws=10",
       "--num_thresholds=4",
       "--cherry_size=20",
+      "--proxy_arms=100",
+      "--proxy_n_max=64",
+      "--proxy_num_n=6",
+      "--proxy_mc_draws=20",
     )
     var = (
       "--ns=4,8",

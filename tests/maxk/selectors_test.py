@@ -324,7 +324,7 @@ def test_exact_broadcasts_scores_and_rewards_over_a_batch():
 
 class JitVmapTest(chex.TestCase):
   @chex.variants(with_jit=True)
-  @parameterized.product(baseline=list(maxk.BASELINES))
+  @parameterized.product(baseline=("loo_minus_one", "mean_std"))  # Each kind is jitted alike.
   def test_against_subsets(self, baseline, k=3):
     rng = np.random.default_rng(0)
     s, r = _tied_pair(rng, (3, 6))

@@ -20,6 +20,12 @@ def test_binary_defaults_parse_to_the_default_config():
     num_thresholds=25,
     rr_max_tries=["16"],
     float64=True,
+    proxy_arms=1000,
+    proxy_sigmas=["0", "0.5", "1", "2"],
+    proxy_t_df=2.0,
+    proxy_n_max=1024,
+    proxy_num_n=21,
+    proxy_mc_draws=200,
     out_dir="/ignored",
   )
   assert config_lib.from_flag_values(raw) == config_lib.Config()
@@ -63,6 +69,12 @@ def test_parsing():
     ("rr_max_tries", ["none", "x"], "has 'x'"),
     ("rr_max_tries", ["4", "4"], "twice"),
     ("float64", "yes", "boolean"),
+    ("proxy_arms", 1, "integer >= 2"),
+    ("proxy_sigmas", ["0", "-1"], "has '-1'"),
+    ("proxy_sigmas", ["1", "1.0"], "twice"),
+    ("proxy_sigmas", [], "at least one"),
+    ("proxy_t_df", 0.0, "> 0"),
+    ("proxy_mc_draws", 0, "integer >= 1"),
   ],
 )
 def test_bad_value_names_the_flag(name, value, rule):

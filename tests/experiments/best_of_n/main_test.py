@@ -24,6 +24,11 @@ _TINY = [
   "--num_thresholds=3",
   "--rr_max_tries=2",
   "--nofloat64",
+  "--proxy_arms=20",
+  "--proxy_sigmas=0,1",
+  "--proxy_n_max=8",
+  "--proxy_num_n=3",
+  "--proxy_mc_draws=5",
 ]
 
 
@@ -50,6 +55,9 @@ def test_binary_writes_every_output(tmp_path):
     "kl_vs_n_other.png",
     "kl_gap.png",
     "win_rate_vs_kl.png",
+    "proxy.csv",
+    "proxy_peaks.csv",
+    "proxy_overoptimisation.png",
   }
   assert names <= set(os.listdir(tmp_path))
   with open(tmp_path / "results.csv") as f:
@@ -66,6 +74,10 @@ def test_binary_writes_every_output(tmp_path):
   with open(tmp_path / "summary.json") as f:
     summary = json.load(f)
   assert list(summary) == sorted(refs) and summary == json.loads(proc.stdout)
+  with open(tmp_path / "proxy.csv") as f:
+    proxy_rows = list(csv.DictReader(f))
+  assert len(proxy_rows) == 2 * 2 * 3  # Error families x sigmas x n grid [1, 3, 8].
+  assert config["proxy_sigmas"] == ["0", "1"]
 
 
 @pytest.mark.parametrize(
