@@ -117,7 +117,7 @@ def get_config(task: str = "countdown") -> ml_collections.ConfigDict:
 # task (experiments/lm/contrasts.py). Their Holm family is all of them over all
 # tasks (2 tasks x 8 = 16): the conservative choice, and what a reviewer counts.
 # Every other comparison the summary reports is exploratory. k="n" is the
-# evaluation's n (eval.n, 32 here).
+# evaluation's n (eval.n, 128 here).
 CONTRASTS = (
   contrasts.Contrast("grpo", "base", "pass", 1, "GRPO vs base at pass@1"),
   contrasts.Contrast("grpo", "base", "pass", "n", "GRPO vs base at pass@n"),

@@ -1,0 +1,166 @@
+"""The committed 8-seed LM study (docs/lm_study) holds what it claims.
+
+It covers every task, seed and run of configs/study.py; each run's results recompute
+from its committed per-prompt file; its declared contrasts recompute from its paired
+file; every verdict follows its rule; and the repository README's LM-study section
+claims only what its contrasts.csv says.
+"""
+
+import csv
+import glob
+import math
+import os
+import re
+
+import pytest
+
+from experiments.lm import contrasts
+from experiments.lm import reporting
+from experiments.lm import study_summary
+from experiments.lm.configs import study as study_config
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+DOCS = os.path.join(_ROOT, "docs", "lm_study")
+
+
+def _read(path):
+  with open(os.path.join(DOCS, path), newline="") as f:
+    return list(csv.DictReader(f))
+
+
+@pytest.fixture(name="results", scope="module")
+def _results():
+  return _read("results.csv")
+
+
+def test_every_task_seed_and_run_of_the_study_config(results):
+  runs = {(r["task"], int(r["seed"])) for r in results}
+  assert runs == {(t, s) for t in study_config.TASKS for s in study_config.SEEDS}
+  for task, seed in runs:
+    rl_runs = {r["rl_run"] for r in results if (r["task"], int(r["seed"])) == (task, seed)}
+    assert len(rl_runs) == 1 + len(study_config.RUNS), (task, seed, rl_runs)
+  with open(os.path.join(DOCS, "README.md")) as f:
+    report = f.read()
+  assert report.startswith("# LM study: base, GRPO and max@k, two tasks, eight seeds\n")
+  assert "INCOMPLETE" not in report
+
+
+def test_each_runs_results_recompute_from_its_per_prompt_file(results):
+  folders = sorted(glob.glob(os.path.join(DOCS, "runs", "*", "prompts.csv")))
+  assert len(folders) == len(study_config.TASKS) * len(study_config.SEEDS)
+  for path in folders:
+    with open(path, newline="") as f:
+      rows = list(csv.DictReader(f))
+    (task,) = [t for t in study_config.TASKS if f"{t}_config.seed" in path]
+    seed = int(rows[0]["seed"])
+    run = study_summary.run_from_prompt_rows(rows, task=task, seed=seed)
+    written = [r for r in results if (r["task"], int(r["seed"])) == (task, seed)]
+    study_summary.check_results(written, reporting.result_rows(run.evals, seed), path)
+
+
+def test_declared_contrasts_recompute_from_the_paired_file():
+  written = _read("contrasts.csv")
+  recomputed = study_summary.contrast_rows(_read("paired.csv"))
+  assert len(written) == len(recomputed) == len(study_config.CONTRASTS) * len(study_config.TASKS)
+  for old, new in zip(written, recomputed):
+    assert list(old) == list(new)
+    for column, value in new.items():
+      if isinstance(value, float):
+        assert math.isclose(float(old[column]), value, rel_tol=1e-9, abs_tol=1e-12), column
+      else:
+        assert old[column] == str(value), column
+  assert {int(r["num_seeds"]) for r in written} == {len(study_config.SEEDS)}
+
+
+def test_every_verdict_follows_its_rule():
+  declared = {(r["task"], r["question"]): r for r in _read("contrasts.csv")}
+  for r in declared.values():
+    holm = float(r["p_holm"])
+    assert r["verdict"] == ("significant" if holm < 0.05 else "not significant"), r
+  for r in _read("paired_summary.csv"):
+    if r["question"]:
+      assert r["verdict"] == declared[r["task"], r["question"]]["verdict"], r
+    else:
+      assert r["verdict"] == contrasts.exploratory_verdict(float(r["diff_lo"]), float(r["diff_hi"]))
+
+
+# The README's LM-study section: between these markers, one table of the declared
+# contrasts with this header, whose rows must be contrasts.csv's; outside that table,
+# the word "significant" may appear only as "not significant".
+BEGIN, END = "<!-- lm-study:begin", "<!-- lm-study:end"
+DECLARED_HEADER = "| task | declared contrast | a − b [floored interval] | p | Holm p | verdict |"
+
+
+def _p_matches(cell, value):
+  value = float(value)
+  if cell == "<0.001":
+    return value < 0.001
+  return abs(float(cell) - value) <= 0.0005 + 1e-12
+
+
+def lm_section_problems(readme, rows):
+  """What in ``readme``'s LM-study section disagrees with contrasts.csv ``rows``."""
+  lines = readme.splitlines()
+  starts = [i for i, line in enumerate(lines) if line.startswith(BEGIN)]
+  ends = [i for i, line in enumerate(lines) if line.startswith(END)]
+  if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+    return ["no single LM-study section between its markers"]
+  section = lines[starts[0] + 1 : ends[0]]
+  headers = [i for i, line in enumerate(section) if line == DECLARED_HEADER]
+  if len(headers) != 1:
+    return [f"{len(headers)} declared-contrast tables, not 1"]
+  first = headers[0] + 2  # Past the header and its |---| line.
+  last = first
+  while last < len(section) and section[last].startswith("|"):
+    last += 1
+  problems = []
+  table = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section[first:last]]
+  if len(table) != len(rows):
+    problems.append(f"the table has {len(table)} rows, contrasts.csv {len(rows)}")
+  number = r"(-?[0-9.]+)"
+  for cells, row in zip(table, rows):
+    cell = re.fullmatch(rf"{number} \[{number}, {number}\]", cells[2])
+    if (
+      cells[0] != row["task"]
+      or cells[1] != row["question"]
+      or cells[5] != row["verdict"]
+      or not cell
+      or any(
+        abs(float(x) - float(row[c])) > 0.0005 for x, c in zip(cell.groups(), ("diff", "lo", "hi"))
+      )
+      or not _p_matches(cells[3], row["p_value"])
+      or not _p_matches(cells[4], row["p_holm"])
+    ):
+      problems.append(f"table row {cells} is not contrasts.csv's {row['task']}, {row['question']}")
+  prose = " ".join(" ".join(section[: headers[0]] + section[last:]).split()).lower()
+  for match in re.finditer(r"\bsignifican", prose):
+    if not prose[: match.start()].endswith("not "):
+      problems.append(
+        f"'{prose[max(0, match.start() - 60) : match.end() + 20]}' claims significance"
+      )
+  return problems
+
+
+@pytest.fixture(name="readme", scope="module")
+def _readme():
+  with open(os.path.join(_ROOT, "README.md")) as f:
+    return f.read()
+
+
+def test_the_readme_claims_only_what_contrasts_csv_says(readme):
+  assert lm_section_problems(readme, _read("contrasts.csv")) == []
+
+
+def test_the_readme_check_sees_a_false_claim(readme):
+  rows = _read("contrasts.csv")
+  prose = readme.replace("What survives the correction:", "What is significant:", 1)
+  assert prose != readme
+  assert "claims significance" in " ".join(lm_section_problems(prose, rows))
+  first = next(r for r in rows)
+  other = "not significant" if first["verdict"] == "significant" else "significant"
+  flipped = readme.replace(f"| {first['verdict']} |", f"| {other} |", 1)
+  assert flipped != readme and lm_section_problems(flipped, rows)
+  fewer = readme.replace(f"| {rows[-1]['task']} | {rows[-1]['question']} |", "| x | y |", 1)
+  assert fewer != readme and lm_section_problems(fewer, rows)
+  assert lm_section_problems(readme, rows[:-1])  # A row contrasts.csv lacks.
+  assert lm_section_problems(readme.replace(BEGIN, "<!-- "), rows)
