@@ -49,7 +49,7 @@ FIGURES: dict[str, tuple[str, str]] = {
     "Best-of-n selected by a noisy proxy",
     "True reward of the arm best-of-n selects by a proxy score r + sigma*error (exact "
     "maxk.selected_at_k_exact lines, Monte Carlo +-2 s.e., star: the peak): with Gaussian "
-    "errors it keeps rising with n, with heavy-tailed (Student-t) errors it peaks and falls "
+    "errors it rises or levels off with n, with heavy-tailed (Student-t) errors it peaks and falls "
     "(over-optimisation), at a KL that follows log n - (n-1)/n (proxy_peaks.csv).",
   ),
   "bandit_variance/variance_gaussian.png": (

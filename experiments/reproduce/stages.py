@@ -121,7 +121,7 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
     ),
     Stage(
       "notebooks",
-      "the notebooks (PKPO Figs. 1, 2, 5; best-of-n; max@k; LM) executed",
+      "the notebooks (PKPO Figs. 1, 2, 5; best-of-n; max@k; LM; prompt weights) executed",
       "notebooks",
       (),
       150,
