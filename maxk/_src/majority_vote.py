@@ -66,7 +66,7 @@ class _Pairs(NamedTuple):
 
 
 @functools.lru_cache(maxsize=128)
-def _pairs(k: int, tie: str, dtype: DTypeLike) -> _Pairs:
+def _pairs(k: int, tie: str, dtype: np.dtype) -> _Pairs:
   ts, us, ws = [], [], []
   for t in range(1, k + 1):
     if tie == "wrong":
@@ -88,7 +88,7 @@ def _pairs(k: int, tie: str, dtype: DTypeLike) -> _Pairs:
 
 
 @functools.lru_cache(maxsize=128)
-def _binomial_pmf_table(n: int, k: int, dtype: DTypeLike) -> np.ndarray:
+def _binomial_pmf_table(n: int, k: int, dtype: np.dtype) -> np.ndarray:
   """W[c, x] = C(c, x) q^x (1 − q)^(c − x), q = k/n, for c = 0..n, x = 0..k (float64 math)."""
   q = k / n
   c = np.arange(n + 1)[:, None].astype(np.float64)
@@ -121,7 +121,8 @@ def _shift(k: int) -> np.ndarray:
 def _sample_tables(n: int, k: int, tie: str, dtype: DTypeLike) -> _Tables:
   s, x = np.arange(k + 1)[:, None], np.arange(k + 1)[None, :]
   kernel = (x <= s).astype(np.dtype(dtype))
-  return _Tables(_pairs(k, tie, dtype), _binomial_pmf_table(n, k, dtype), kernel, _shift(k))
+  dt = np.dtype(dtype)
+  return _Tables(_pairs(k, tie, dt), _binomial_pmf_table(n, k, dt), kernel, _shift(k))
 
 
 @functools.lru_cache(maxsize=128)
@@ -135,17 +136,27 @@ def _exact_tables(k: int, tie: str, dtype: DTypeLike) -> _Tables:
       " (jax_enable_x64)."
     )
   cast = np.asarray(kernel, np.dtype(dtype))
-  return _Tables(_pairs(k, tie, dtype), np.zeros((1, k + 1), np.dtype(dtype)), cast, _shift(k))
+  dt = np.dtype(dtype)
+  return _Tables(_pairs(k, tie, dt), np.zeros((1, k + 1), dt), cast, _shift(k))
 
 
 def _vote_credit(
-  init: jax.Array, rows: jax.Array, corr: jax.Array, free: jax.Array, tables: _Tables, k: int
+  init: jax.Array,
+  rows: jax.Array,
+  corr: jax.Array,
+  free: jax.Array,
+  slot: jax.Array,
+  alt_row: jax.Array,
+  tables: _Tables,
 ) -> jax.Array:
-  """Σ over (t, u) pairs of weight · [z^k] of the credit polynomial, for one group.
+  """Credit polynomials of V variants of one group: [V, k+1], its coefficient s of z^s.
 
-  init: [k+1] the weights of the pool that never wins (abstentions).  rows: [M, k+1]
-  each answer's w_b(x).  corr: [M] 1 for a correct answer.  free: [M] 1 for an
-  answer that never wins (its row enters untruncated).
+  Coefficient s is Σ over (t, u) pairs of weight · [z^s] Σ_{a correct} w_a(t) z^t
+  Π_{b≠a} f_b(z, u).  init: [V, k+1] the weights of the pool that never wins
+  (abstentions).  rows: [M, k+1] each answer's w_b(x), except that variant v uses
+  ``alt_row[v]`` for answer ``slot[v]`` (no answer where slot is -1).  corr: [M] 1
+  for a correct answer.  free: [M] 1 for an answer that never wins (its row enters
+  untruncated).
   """
   pairs = tables.pairs
   below, at, u = jnp.asarray(pairs.below), jnp.asarray(pairs.at), jnp.asarray(pairs.u)
@@ -153,20 +164,21 @@ def _vote_credit(
   mask = below + u[:, None] * at  # [P, k+1]
 
   def product(g: jax.Array, f: jax.Array) -> jax.Array:
-    # out[p, s] = Σ_x K[s, x] f[p, x] g[p, s − x] (truncated at degree k).
-    return jnp.einsum("psx,sx,px->ps", g[:, shift], kernel, f)
+    # out[v, p, s] = Σ_x K[s, x] f[v, p, x] g[v, p, s − x] (truncated at degree k).
+    return jnp.einsum("vpsx,sx,vpx->vps", g[..., shift], kernel, f)
 
   def step(carry: tuple[jax.Array, jax.Array], xs: tuple[jax.Array, ...]) -> tuple:
     f_prod, d_prod = carry
-    row, c, fr = xs
-    factor = row[None, :] * jnp.where(fr > 0, 1.0, mask)
-    tie_factor = (c * (1 - fr)) * row[None, :] * at
+    b, row, c, fr = xs
+    row = jnp.where((slot == b)[:, None], alt_row, row[None, :])[:, None, :]  # [V, 1, k+1]
+    factor = row * jnp.where(fr > 0, 1.0, mask)
+    tie_factor = (c * (1 - fr)) * row * at
     return (product(f_prod, factor), product(d_prod, factor) + product(f_prod, tie_factor)), None
 
-  p_count = mask.shape[0]
-  f0 = jnp.broadcast_to(init, (p_count, k + 1)).astype(rows.dtype)
-  (_, d_prod), _ = lax.scan(step, (f0, jnp.zeros_like(f0)), (rows, corr, free))
-  return jnp.sum(jnp.asarray(pairs.weight) * d_prod[:, k])
+  f0 = jnp.broadcast_to(init[:, None, :], (init.shape[0], *mask.shape)).astype(rows.dtype)
+  slots = jnp.arange(rows.shape[0], dtype=jnp.int32)
+  (_, d_prod), _ = lax.scan(step, (f0, jnp.zeros_like(f0)), (slots, rows, corr, free))
+  return jnp.einsum("p,vps->vs", jnp.asarray(pairs.weight), d_prod)
 
 
 def _classes(ids: jax.Array, corr: jax.Array) -> tuple[jax.Array, ...]:
@@ -191,22 +203,15 @@ def _classes(ids: jax.Array, corr: jax.Array) -> tuple[jax.Array, ...]:
 
 
 def _sample_value(
-  counts: jax.Array,
-  corr: jax.Array,
-  abstain: jax.Array,
-  theta: jax.Array,
-  theta0: jax.Array,
-  tables: _Tables,
-  n: int,
-  k: int,
+  counts: jax.Array, corr: jax.Array, abstain: jax.Array, tables: _Tables, n: int, k: int
 ) -> jax.Array:
-  """maj@k of one group from its class counts (θ tilts the weights by e^{θ_b x_b})."""
+  """maj@k of one group of n samples from its class counts."""
   pmf = jnp.asarray(tables.pmf)
-  x = jnp.arange(k + 1, dtype=pmf.dtype)
-  rows = pmf[counts] * jnp.exp(theta[:, None] * x)
-  init = pmf[abstain] * jnp.exp(theta0 * x)
-  credit = _vote_credit(init, rows, corr, jnp.zeros_like(corr), tables, k)
-  return credit / pmf[n, k]
+  none = jnp.full((1,), -1, jnp.int32)
+  credit = _vote_credit(
+    pmf[abstain][None], pmf[counts], corr, jnp.zeros_like(corr), none, pmf[:1], tables
+  )
+  return credit[0, k] / pmf[n, k]
 
 
 def _prepare(
@@ -286,8 +291,7 @@ def _maj_at_k(ids: jax.Array, values: jax.Array, tables: _Tables, k: int) -> jax
   def one(ids_row: jax.Array, v_row: jax.Array) -> jax.Array:
     bad = jnp.any(jnp.isnan(v_row))
     _, counts, corr, abstain, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
-    zeros = jnp.zeros((n,), v_row.dtype)
-    value = _sample_value(counts, corr, abstain, zeros, zeros[0], tables, n, k)
+    value = _sample_value(counts, corr, abstain, tables, n, k)
     return jnp.where(bad | mixed, jnp.nan, value)
 
   return jax.vmap(one)(_flat(ids), _flat(values))
@@ -320,10 +324,12 @@ def maj_at_k_advantages(
   ``"loo_minus_one"`` equals ``"loo_centered"`` at k == 1.
 
   Samples with the same answer id have the same a_i, so everything is computed per
-  distinct answer: S from one reverse-mode pass through the counting DP of
-  :func:`maj_at_k` (S(i) = E[x_b h]/c_b for sample i of answer b, with x_b the
-  draws of b), and each leave-one-out value from one more DP per answer slot.
-  Cost per group: O(n k³ log k) for ``"none"``, O(n² k³ log k) with a baseline.
+  distinct answer: S(i) = (k/n) · E[h(J ∪ {i})] over the (k−1)-subsets J of the
+  other samples is the counting DP of :func:`maj_at_k` over the n − 1 others with
+  one vote forced for i's answer, and the leave-one-out value is the same DP
+  without that vote; one DP per answer slot (n + 1 slots with the abstentions),
+  all in one scan.  Cost per group: O(n² k³ log k) (n + 1 or, with a baseline,
+  2(n + 1) DPs of O(n k³ log k)).
 
   Args:
     answer_ids: ``[..., n]`` integer answer labels (negative: no answer, as in
@@ -352,54 +358,68 @@ def maj_at_k_advantages(
   if kind in ("loo", "loo_centered") and n == k:
     kind = "none"
   tables = _sample_tables(n, k, tie, values.dtype)
-  if kind == "none":
-    loo_tables, loo_k, scale = None, 0, 0.0
-  elif kind == "loo_minus_one":
-    loo_tables, loo_k, scale = _sample_tables(n - 1, k - 1, tie, values.dtype), k - 1, k / n
-  else:
-    loo_tables, loo_k = _sample_tables(n - 1, k, tie, values.dtype), k
-    scale = k / (n - 1) if kind == "loo" else k / n
-  out = _maj_at_k_advantages(ids, values, tables, loo_tables, scale, k, loo_k)
-  return out.reshape(ids.shape)
+  scale = k / (n - 1) if kind == "loo" else k / n
+  # "loo" and "loo_centered" differ only in the (traced) scale: one compiled program.
+  kind = "loo" if kind == "loo_centered" else kind
+  return _maj_at_k_advantages(ids, values, tables, scale, k, kind).reshape(ids.shape)
 
 
-@functools.partial(jax.jit, static_argnums=(5, 6))
+@functools.partial(jax.jit, static_argnums=(4, 5))
 def _maj_at_k_advantages(
-  ids: jax.Array,
-  values: jax.Array,
-  tables: _Tables,
-  loo_tables: _Tables | None,
-  scale: float | jax.Array,
-  k: int,
-  loo_k: int,
+  ids: jax.Array, values: jax.Array, tables: _Tables, scale: float | jax.Array, k: int, kind: str
 ) -> jax.Array:
   n = ids.shape[-1]
+  pmf = jnp.asarray(tables.pmf)
+  # S(i) = (k/n) · E[h(J ∪ {i})] over (k−1)-subsets J of the other n − 1 samples: the
+  # DP of the other samples with one vote forced for i's answer (its row shifted by
+  # one draw).  The leave-one-out values are the same DP without that vote.  Both
+  # use the binomial weights of q = k/n on the n − 1 others (any q gives the same
+  # ratio; this one keeps the values in range).
+  slots = jnp.arange(n, dtype=jnp.int32)
+  removed_too = kind != "none"
 
   def one(ids_row: jax.Array, v_row: jax.Array) -> jax.Array:
     bad = jnp.any(jnp.isnan(v_row))
     cid, counts, corr, abstain, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
-    zeros = jnp.zeros((n,), v_row.dtype)
-    value = functools.partial(_sample_value, counts, corr, abstain, tables=tables, n=n, k=k)
-    d_theta, d_theta0 = jax.grad(value, argnums=(0, 1))(zeros, zeros[0])
-    s_class = d_theta / jnp.maximum(counts, 1).astype(v_row.dtype)
-    s_abstain = d_theta0 / jnp.maximum(abstain, 1).astype(v_row.dtype)
+    less = pmf[jnp.maximum(counts - 1, 0)]  # [n, k+1] each answer with one sample fewer
+    less0 = pmf[jnp.maximum(abstain - 1, 0)]
+    forced, forced0 = _shift_right(less), _shift_right(less0)
+    base0 = jnp.broadcast_to(pmf[abstain], (n, k + 1))
+    inits = [base0, forced0[None]]
+    alt = [forced, forced0[None]]
+    slot = [slots, jnp.full((1,), -1, jnp.int32)]
+    if removed_too:
+      inits += [base0, less0[None]]
+      alt += [less, less0[None]]
+      slot += [slots, jnp.full((1,), -1, jnp.int32)]
+    credit = _vote_credit(
+      jnp.concatenate(inits),
+      pmf[counts],
+      corr,
+      jnp.zeros_like(corr),
+      jnp.concatenate(slot),
+      jnp.concatenate(alt),
+      tables,
+    )
     answered = ids_row >= 0
-    a = jnp.where(answered, s_class[cid], s_abstain)
-    if loo_tables is not None:
-      eye = jnp.eye(n, dtype=jnp.int32)
-      # M(samples without i) for each class slot (zero-count slots are unused).
-      loo = jax.vmap(
-        lambda drop: _sample_value(
-          jnp.maximum(counts - drop, 0), corr, abstain, zeros, zeros[0], loo_tables, n - 1, loo_k
-        )
-      )(eye)
-      loo_abstain = _sample_value(
-        counts, corr, jnp.maximum(abstain - 1, 0), zeros, zeros[0], loo_tables, n - 1, loo_k
-      )
-      a = a - scale * jnp.where(answered, loo[cid], loo_abstain)
+    pick = lambda part: jnp.where(answered, part[cid], part[n])  # per sample
+    s_scaled = pick(credit[: n + 1, k])  # S(i) · (n/k) · pmf[n − 1, k − 1]
+    if kind == "none":
+      a = (k / n) * s_scaled / pmf[n - 1, k - 1]
+    elif kind == "loo_minus_one":
+      # One ratio for both terms: their difference is formed before dividing.
+      a = (k / n) * (s_scaled - pick(credit[n + 1 :, k - 1])) / pmf[n - 1, k - 1]
+    else:
+      s_val = (k / n) * s_scaled / pmf[n - 1, k - 1]
+      a = s_val - scale * pick(credit[n + 1 :, k]) / pmf[n - 1, k]
     return jnp.where(bad | mixed, jnp.nan, a)
 
   return jax.vmap(one)(_flat(ids), _flat(values))
+
+
+def _shift_right(rows: jax.Array) -> jax.Array:
+  """rows[..., x − 1] at x >= 1 and 0 at x = 0: one more draw of that answer."""
+  return jnp.concatenate([jnp.zeros_like(rows[..., :1]), rows[..., :-1]], axis=-1)
 
 
 def maj_at_k_exact(
@@ -480,7 +500,8 @@ def _maj_at_k_exact(
     for _ in range(k):
       powers.append(powers[-1] * p_row)
     rows = jnp.stack(powers, axis=-1)  # [A, k+1]
-    init = jnp.zeros((k + 1,), p_row.dtype).at[0].set(1)
-    return _vote_credit(init, rows, c_row * a_row, 1 - a_row, tables, k)
+    init = jnp.zeros((1, k + 1), p_row.dtype).at[0, 0].set(1)
+    none = jnp.full((1,), -1, jnp.int32)
+    return _vote_credit(init, rows, c_row * a_row, 1 - a_row, none, init, tables)[0, k]
 
   return jax.vmap(one)(p, corr, answered)
