@@ -100,6 +100,10 @@ COLORS: dict[str, str] = {
   "categorical": "#e15759",
   "easy": "#59a14f",
   "hard": "#b07aa1",
+  # Majority vote: maxk.maj_at_k, maj_at_k_advantages, maj_at_k_exact.
+  "maj_at_k": "#e7ba52",
+  "maj_at_k_advantages": "#bd9e39",
+  "maj_at_k_exact": "#8c6d31",
   # Rank objectives.
   "max": "#d62728",
   "top_m": "#6b6ecf",

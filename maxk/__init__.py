@@ -29,6 +29,9 @@ from maxk._src.divergences import kl_divergence
 from maxk._src.divergences import win_rate
 from maxk._src.estimate_variance import max_at_k_variance
 from maxk._src.estimate_variance import pass_at_k_variance
+from maxk._src.majority_vote import maj_at_k
+from maxk._src.majority_vote import maj_at_k_advantages
+from maxk._src.majority_vote import maj_at_k_exact
 from maxk._src.metrics import max_at_k
 from maxk._src.metrics import pass_at_k
 from maxk._src.off_policy import max_at_k_advantages_off_policy
@@ -82,6 +85,9 @@ __all__ = (
   "implied_prompt_weight",
   "kl_divergence",
   "lift_rank_weights",
+  "maj_at_k",
+  "maj_at_k_advantages",
+  "maj_at_k_exact",
   "max_at_k",
   "max_at_k_advantages",
   "max_at_k_advantages_off_policy",

@@ -1,0 +1,507 @@
+"""Majority vote (self-consistency): maj@k estimates, their policy gradient, exact values.
+
+Each sample carries a final answer (an integer id; equal ids are the same answer)
+and whether that answer is correct.  maj@k (cons@k) is the probability that the
+plurality answer among k i.i.d. samples is correct (Wang et al., self-consistency,
+arXiv 2203.11171).  From n >= k samples its unbiased estimate is the mean over all
+C(n, k) subsets (a U-statistic), and Σ_i a_i ∇log π(y_i) with the transforms below
+is an unbiased estimate of its gradient (Tang et al., arXiv 2503.19595, optimise it).
+
+Counting.  Group the samples into m distinct answers with counts c_b and let a
+k-subset draw x_b of answer b.  With the top count t = max_b x_b, the subset's
+credit under tie rule "uniform" is (#correct answers at t)/(#answers at t).  For a
+fixed t, let f_b(z, v) = Σ_{x<t} w_b(x) z^x + v·w_b(t) z^t (w_b(x) the weight of
+drawing x of answer b; v marks a tie at the top).  The credit-weighted count of
+subsets whose top count is t is the coefficient of z^k in
+
+  ∫_0^1 Σ_{a correct} w_a(t) z^t Π_{b≠a} f_b(z, u) du,
+
+because 1/(1+J) = ∫_0^1 u^J du for J other answers tied at t.  The u-degree is at
+most ⌊k/t⌋ − 1, so Gauss-Legendre with ⌈⌊k/t⌋/2⌉ nodes integrates it exactly; rule
+"wrong" (a tie at the top is wrong) is the single node u = 0.  The sum over a is the
+derivative of Π_b f_b with respect to the correct answers' marks, carried alongside
+the product (forward mode) while the answers are multiplied in one at a time, so no
+answer is left out separately.  Per group this is a scan over m answer slots, each
+step a truncated polynomial product of degree k for every (t, node) pair:
+O(m · k² · Σ_t ⌈⌊k/t⌋/2⌉) = O(m k³ log k), with m <= n slots (static shapes).
+
+Weights.  For n samples w_b(x) = C(c_b, x) q^x (1 − q)^(c_b − x) with q = k/n (a
+binomial pmf, so nothing overflows), and the product over answers, divided by
+C(n, k) q^k (1 − q)^(n − k), is the hypergeometric probability of the draw.  For a
+categorical policy (exact value) w_b(x) = p_b^x and the products are binomial
+convolutions Σ_x C(s, x) w(x) F(s − x), which give the multinomial probabilities.
+All coefficient tables are float64 on the host, cast to the input's dtype.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+from jax.typing import ArrayLike
+from jax.typing import DTypeLike
+import numpy as np
+
+from maxk._src import categorical
+from maxk._src import checks
+from maxk._src import metrics
+
+#: The ``tie`` rules of the majority-vote functions.
+TIE_RULES = ("uniform", "wrong")
+#: The ``baseline`` options of :func:`maj_at_k_advantages`.
+MAJ_BASELINES = ("none", "loo", "loo_centered", "loo_minus_one")
+
+
+class _Pairs(NamedTuple):
+  """The (top count t, quadrature node u, weight) pairs and their masks over x = 0..k."""
+
+  below: np.ndarray  # [P, k+1]: x < t.
+  at: np.ndarray  # [P, k+1]: x == t.
+  u: np.ndarray  # [P]
+  weight: np.ndarray  # [P]
+
+
+@functools.lru_cache(maxsize=128)
+def _pairs(k: int, tie: str, dtype: np.dtype) -> _Pairs:
+  ts, us, ws = [], [], []
+  for t in range(1, k + 1):
+    if tie == "wrong":
+      nodes, weights = np.zeros(1), np.ones(1)
+    else:
+      # Exact for the u-degree ⌊k/t⌋ − 1 of the tie polynomial: 2G − 1 >= ⌊k/t⌋ − 1.
+      g = max(1, -(-(k // t) // 2))
+      xi, wi = np.polynomial.legendre.leggauss(g)
+      nodes, weights = (xi + 1) / 2, wi / 2
+    ts += [t] * len(nodes)
+    us += list(nodes)
+    ws += list(weights)
+  t_arr = np.asarray(ts)[:, None]
+  x = np.arange(k + 1)[None, :]
+  dt = np.dtype(dtype)
+  return _Pairs(
+    (x < t_arr).astype(dt), (x == t_arr).astype(dt), np.asarray(us, dt), np.asarray(ws, dt)
+  )
+
+
+@functools.lru_cache(maxsize=128)
+def _binomial_pmf_table(n: int, k: int, dtype: np.dtype) -> np.ndarray:
+  """W[c, x] = C(c, x) q^x (1 − q)^(c − x), q = k/n, for c = 0..n, x = 0..k (float64 math)."""
+  q = k / n
+  c = np.arange(n + 1)[:, None].astype(np.float64)
+  x = np.arange(k + 1)[None, :].astype(np.float64)
+  lg = np.vectorize(math.lgamma)
+  valid = x <= c
+  cc, xx = np.broadcast_arrays(c, x)
+  log_comb = np.where(valid, lg(cc + 1) - lg(xx + 1) - lg(np.maximum(cc - xx, 0) + 1), 0.0)
+  log_q = xx * math.log(q)
+  # q = 1 (k = n): only x = c has weight (0^0 = 1).
+  rest = cc - xx
+  log_1mq = rest * math.log1p(-q) if q < 1 else np.where(rest > 0, -np.inf, 0.0)
+  table = np.where(valid, np.exp(log_comb + log_q + log_1mq), 0.0)
+  return np.asarray(table, np.dtype(dtype))
+
+
+class _Tables(NamedTuple):
+  pairs: _Pairs
+  pmf: np.ndarray  # [n+1, k+1] binomial pmf table (samples) or unused.
+  kernel: np.ndarray  # [k+1, k+1]: K[s, x], 0 for x > s.
+  shift: np.ndarray  # [k+1, k+1] int: max(s − x, 0).
+
+
+def _shift(k: int) -> np.ndarray:
+  s, x = np.arange(k + 1)[:, None], np.arange(k + 1)[None, :]
+  return np.maximum(s - x, 0).astype(np.int32)
+
+
+@functools.lru_cache(maxsize=128)
+def _sample_tables(n: int, k: int, tie: str, dtype: DTypeLike) -> _Tables:
+  s, x = np.arange(k + 1)[:, None], np.arange(k + 1)[None, :]
+  kernel = (x <= s).astype(np.dtype(dtype))
+  dt = np.dtype(dtype)
+  return _Tables(_pairs(k, tie, dt), _binomial_pmf_table(n, k, dt), kernel, _shift(k))
+
+
+@functools.lru_cache(maxsize=128)
+def _exact_tables(k: int, tie: str, dtype: DTypeLike) -> _Tables:
+  kernel = np.array(
+    [[math.comb(s, x) if x <= s else 0 for x in range(k + 1)] for s in range(k + 1)], np.float64
+  )
+  if kernel.max() > np.finfo(np.dtype(dtype)).max:
+    raise ValueError(
+      f"k={k} is too large for {np.dtype(dtype).name}: C(k, k/2) overflows; use float64"
+      " (jax_enable_x64)."
+    )
+  cast = np.asarray(kernel, np.dtype(dtype))
+  dt = np.dtype(dtype)
+  return _Tables(_pairs(k, tie, dt), np.zeros((1, k + 1), dt), cast, _shift(k))
+
+
+def _vote_credit(
+  init: jax.Array,
+  rows: jax.Array,
+  corr: jax.Array,
+  free: jax.Array,
+  slot: jax.Array,
+  alt_row: jax.Array,
+  tables: _Tables,
+) -> jax.Array:
+  """Credit polynomials of V variants of one group: [V, k+1], its coefficient s of z^s.
+
+  Coefficient s is Σ over (t, u) pairs of weight · [z^s] Σ_{a correct} w_a(t) z^t
+  Π_{b≠a} f_b(z, u).  init: [V, k+1] the weights of the pool that never wins
+  (abstentions).  rows: [M, k+1] each answer's w_b(x), except that variant v uses
+  ``alt_row[v]`` for answer ``slot[v]`` (no answer where slot is -1).  corr: [M] 1
+  for a correct answer.  free: [M] 1 for an answer that never wins (its row enters
+  untruncated).
+  """
+  pairs = tables.pairs
+  below, at, u = jnp.asarray(pairs.below), jnp.asarray(pairs.at), jnp.asarray(pairs.u)
+  kernel, shift = jnp.asarray(tables.kernel), jnp.asarray(tables.shift)
+  mask = below + u[:, None] * at  # [P, k+1]
+
+  def product(g: jax.Array, f: jax.Array) -> jax.Array:
+    # out[v, p, s] = Σ_x K[s, x] f[v, p, x] g[v, p, s − x] (truncated at degree k).
+    return jnp.einsum("vpsx,sx,vpx->vps", g[..., shift], kernel, f)
+
+  def step(carry: tuple[jax.Array, jax.Array], xs: tuple[jax.Array, ...]) -> tuple:
+    f_prod, d_prod = carry
+    b, row, c, fr = xs
+    row = jnp.where((slot == b)[:, None], alt_row, row[None, :])[:, None, :]  # [V, 1, k+1]
+    factor = row * jnp.where(fr > 0, 1.0, mask)
+    tie_factor = (c * (1 - fr)) * row * at
+    return (product(f_prod, factor), product(d_prod, factor) + product(f_prod, tie_factor)), None
+
+  f0 = jnp.broadcast_to(init[:, None, :], (init.shape[0], *mask.shape)).astype(rows.dtype)
+  slots = jnp.arange(rows.shape[0], dtype=jnp.int32)
+  (_, d_prod), _ = lax.scan(step, (f0, jnp.zeros_like(f0)), (slots, rows, corr, free))
+  return jnp.einsum("p,vps->vs", jnp.asarray(pairs.weight), d_prod)
+
+
+def _classes(ids: jax.Array, corr: jax.Array) -> tuple[jax.Array, ...]:
+  """Distinct answers of one group [n] by sorting the ids.
+
+  Returns (cid [n] class slot of each sample, counts [n], correct [n] of each class
+  slot, abstain count, inconsistent flag).  Negative ids are abstentions (no class).
+  """
+  n = ids.shape[0]
+  iota = jnp.arange(n, dtype=jnp.int32)
+  ids_s, perm = lax.sort((ids, iota), num_keys=1)
+  new = jnp.concatenate([jnp.ones((1,), bool), ids_s[1:] != ids_s[:-1]])
+  cid_s = jnp.cumsum(new.astype(jnp.int32)) - 1
+  cid = jnp.zeros((n,), jnp.int32).at[perm].set(cid_s)
+  answered = ids >= 0
+  counts = jax.ops.segment_sum(answered.astype(jnp.int32), cid, num_segments=n)
+  n_correct = jax.ops.segment_sum(jnp.where(answered, corr, 0), cid, num_segments=n)
+  mixed = jnp.any((n_correct > 0) & (n_correct < counts))
+  abstain_correct = jnp.any(~answered & (corr > 0))
+  abstain = jnp.sum(~answered).astype(jnp.int32)
+  return cid, counts, (n_correct > 0).astype(corr.dtype), abstain, mixed | abstain_correct
+
+
+def _sample_value(
+  counts: jax.Array, corr: jax.Array, abstain: jax.Array, tables: _Tables, n: int, k: int
+) -> jax.Array:
+  """maj@k of one group of n samples from its class counts."""
+  pmf = jnp.asarray(tables.pmf)
+  none = jnp.full((1,), -1, jnp.int32)
+  credit = _vote_credit(
+    pmf[abstain][None], pmf[counts], corr, jnp.zeros_like(corr), none, pmf[:1], tables
+  )
+  return credit[0, k] / pmf[n, k]
+
+
+def _prepare(
+  answer_ids: ArrayLike, correct: ArrayLike, k: int, tie: str
+) -> tuple[jax.Array, jax.Array, int, int]:
+  try:
+    ids = jnp.asarray(answer_ids)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"answer_ids must be an integer array: {e}") from e
+  if not jnp.issubdtype(ids.dtype, jnp.integer):
+    raise ValueError(f"answer_ids must be an integer array; got dtype {ids.dtype}.")
+  if ids.ndim < 1:
+    raise ValueError(f"answer_ids must have the sample axis last; got shape {ids.shape}.")
+  try:
+    corr_arr = jnp.asarray(correct)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"correct must be a bool or 0/1 numeric array: {e}") from e
+  checks.check_same_shape(ids, "answer_ids", corr_arr, "correct")
+  values, n, k, _ = metrics.validate_correct(corr_arr, k)
+  checks.check_option(tie, "tie", TIE_RULES)
+  return ids, values, n, k
+
+
+def _flat(x: jax.Array) -> jax.Array:
+  return x.reshape((-1, x.shape[-1]))
+
+
+def maj_at_k(
+  answer_ids: ArrayLike, correct: ArrayLike, k: int, *, tie: str = "uniform"
+) -> jax.Array:
+  """Unbiased maj@k estimate: the mean over all k-subsets of "the plurality answer is correct".
+
+  maj@k ≈ (1/C(n,k)) Σ_{|I|=k} h(I), where h(I) is 1 when the most frequent answer
+  among the samples I is correct (self-consistency, Wang et al. arXiv 2203.11171,
+  Sec. 2; cons@k).  Computed by counting, without enumerating subsets (module
+  docstring): cost O(n · k² · Σ_{t<=k} ⌈⌊k/t⌋/2⌉) = O(n k³ log k) per group, all
+  sums of positive terms with float64 coefficient tables.  k = 1 gives the mean
+  of ``correct`` (pass@1).
+
+  Ties at the top (``tie``):
+
+  * ``"uniform"`` (default): the tie is broken uniformly at random; h(I) is the
+    fraction of the tied top answers that are correct.
+  * ``"wrong"``: any tie at the top counts as wrong.
+
+  Abstentions: a negative id means "no answer extracted".  It takes a place in the
+  subset but never wins the vote; a subset of abstentions only has h = 0.  Its
+  ``correct`` flag must be False.
+
+  Args:
+    answer_ids: ``[..., n]`` integer answer labels; samples on the last axis.
+    correct: ``[..., n]`` bool or {0, 1}: whether each sample's answer is correct.
+    k: static int, ``1 <= k <= n``.
+    tie: keyword-only, ``"uniform"`` or ``"wrong"``.
+
+  Returns:
+    ``[...]`` estimates in [0, 1], in ``correct``'s floating dtype (float32 for
+    bool).  NaN for a group where one answer id carries both correct and incorrect
+    flags, where an abstention is flagged correct (there is then no right answer),
+    or where ``correct`` holds NaN; other groups are unaffected.
+
+  Raises:
+    ValueError: non-integer ``answer_ids``, shapes that differ, ``k`` not an int in
+      [1, n], an unknown ``tie``, or (eagerly) ``correct`` outside {0, 1}.
+
+  References: Wang et al. arXiv 2203.11171 (Sec. 2); Tang et al. arXiv 2503.19595.
+  """
+  ids, values, n, k = _prepare(answer_ids, correct, k, tie)
+  tables = _sample_tables(n, k, tie, values.dtype)
+  return _maj_at_k(ids, values, tables, k).reshape(ids.shape[:-1])
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _maj_at_k(ids: jax.Array, values: jax.Array, tables: _Tables, k: int) -> jax.Array:
+  n = ids.shape[-1]
+
+  def one(ids_row: jax.Array, v_row: jax.Array) -> jax.Array:
+    bad = jnp.any(jnp.isnan(v_row))
+    _, counts, corr, abstain, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
+    value = _sample_value(counts, corr, abstain, tables, n, k)
+    return jnp.where(bad | mixed, jnp.nan, value)
+
+  return jax.vmap(one)(_flat(ids), _flat(values))
+
+
+def maj_at_k_advantages(
+  answer_ids: ArrayLike,
+  correct: ArrayLike,
+  k: int,
+  *,
+  tie: str = "uniform",
+  baseline: str = "loo_minus_one",
+) -> jax.Array:
+  """Transformed rewards a_i whose Σ_i a_i ∇log π(y_i) is an unbiased estimate of ∇ maj@k.
+
+  With h(I) as in :func:`maj_at_k` and S(i) = (1/C(n,k)) Σ_{|I|=k, I∋i} h(I) (the
+  reward transform of PKPO, arXiv 2505.15201, Eq. 18-21, with the subset maximum
+  replaced by the vote) and M(·, k) = :func:`maj_at_k`:
+
+  * ``"none"``: a_i = S(i).
+  * ``"loo"``: a_i = S(i) − k/(n−1) · M(samples without i, k).
+  * ``"loo_centered"``: a_i = S(i) − k/n · M(samples without i, k); sums to 0.
+  * ``"loo_minus_one"`` (default): a_i = (1/C(n,k)) Σ_{I∋i} (h(I) − h(I∖i))
+    = S(i) − k/n · M(samples without i, k−1).
+
+  Each baseline is a function of the other samples only, so every option is
+  unbiased (the score-function estimator of Williams 1992; maj@k is optimised this
+  way by Tang et al. arXiv 2503.19595).  As for :func:`maxk.max_at_k_advantages`,
+  ``"loo"`` and ``"loo_centered"`` equal ``"none"`` at n == k, and
+  ``"loo_minus_one"`` equals ``"loo_centered"`` at k == 1.
+
+  Samples with the same answer id have the same a_i, so everything is computed per
+  distinct answer: S(i) = (k/n) · E[h(J ∪ {i})] over the (k−1)-subsets J of the
+  other samples is the counting DP of :func:`maj_at_k` over the n − 1 others with
+  one vote forced for i's answer, and the leave-one-out value is the same DP
+  without that vote; one DP per answer slot (n + 1 slots with the abstentions),
+  all in one scan.  Cost per group: O(n² k³ log k) (n + 1 or, with a baseline,
+  2(n + 1) DPs of O(n k³ log k)).
+
+  Args:
+    answer_ids: ``[..., n]`` integer answer labels (negative: no answer, as in
+      :func:`maj_at_k`).
+    correct: ``[..., n]`` bool or {0, 1}.
+    k: static int, ``1 <= k <= n``.
+    tie: keyword-only, ``"uniform"`` or ``"wrong"`` (as in :func:`maj_at_k`).
+    baseline: keyword-only, one of ``"none"``, ``"loo"``, ``"loo_centered"``,
+      ``"loo_minus_one"``.
+
+  Returns:
+    ``[..., n]`` advantages in the caller's sample order; a group that
+    :func:`maj_at_k` makes NaN is all NaN.
+
+  Raises:
+    ValueError: as :func:`maj_at_k`, or an unknown ``baseline``.
+
+  References: Wang et al. arXiv 2203.11171; Tang et al. arXiv 2503.19595; Walder &
+  Karkhanis, PKPO, arXiv 2505.15201 (Eq. 18-21, 29-30, 33-34).
+  """
+  ids, values, n, k = _prepare(answer_ids, correct, k, tie)
+  baseline = checks.check_option(baseline, "baseline", MAJ_BASELINES)
+  kind = baseline
+  if kind == "loo_minus_one" and k == 1:
+    kind = "loo_centered"
+  if kind in ("loo", "loo_centered") and n == k:
+    kind = "none"
+  tables = _sample_tables(n, k, tie, values.dtype)
+  scale = k / (n - 1) if kind == "loo" else k / n
+  # "loo" and "loo_centered" differ only in the (traced) scale: one compiled program.
+  kind = "loo" if kind == "loo_centered" else kind
+  return _maj_at_k_advantages(ids, values, tables, scale, k, kind).reshape(ids.shape)
+
+
+@functools.partial(jax.jit, static_argnums=(4, 5))
+def _maj_at_k_advantages(
+  ids: jax.Array, values: jax.Array, tables: _Tables, scale: float | jax.Array, k: int, kind: str
+) -> jax.Array:
+  n = ids.shape[-1]
+  pmf = jnp.asarray(tables.pmf)
+  # S(i) = (k/n) · E[h(J ∪ {i})] over (k−1)-subsets J of the other n − 1 samples: the
+  # DP of the other samples with one vote forced for i's answer (its row shifted by
+  # one draw).  The leave-one-out values are the same DP without that vote.  Both
+  # use the binomial weights of q = k/n on the n − 1 others (any q gives the same
+  # ratio; this one keeps the values in range).
+  slots = jnp.arange(n, dtype=jnp.int32)
+  removed_too = kind != "none"
+
+  def one(ids_row: jax.Array, v_row: jax.Array) -> jax.Array:
+    bad = jnp.any(jnp.isnan(v_row))
+    cid, counts, corr, abstain, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
+    less = pmf[jnp.maximum(counts - 1, 0)]  # [n, k+1] each answer with one sample fewer
+    less0 = pmf[jnp.maximum(abstain - 1, 0)]
+    forced, forced0 = _shift_right(less), _shift_right(less0)
+    base0 = jnp.broadcast_to(pmf[abstain], (n, k + 1))
+    inits = [base0, forced0[None]]
+    alt = [forced, forced0[None]]
+    slot = [slots, jnp.full((1,), -1, jnp.int32)]
+    if removed_too:
+      inits += [base0, less0[None]]
+      alt += [less, less0[None]]
+      slot += [slots, jnp.full((1,), -1, jnp.int32)]
+    credit = _vote_credit(
+      jnp.concatenate(inits),
+      pmf[counts],
+      corr,
+      jnp.zeros_like(corr),
+      jnp.concatenate(slot),
+      jnp.concatenate(alt),
+      tables,
+    )
+    answered = ids_row >= 0
+    pick = lambda part: jnp.where(answered, part[cid], part[n])  # per sample
+    s_scaled = pick(credit[: n + 1, k])  # S(i) · (n/k) · pmf[n − 1, k − 1]
+    if kind == "none":
+      a = (k / n) * s_scaled / pmf[n - 1, k - 1]
+    elif kind == "loo_minus_one":
+      # One ratio for both terms: their difference is formed before dividing.
+      a = (k / n) * (s_scaled - pick(credit[n + 1 :, k - 1])) / pmf[n - 1, k - 1]
+    else:
+      s_val = (k / n) * s_scaled / pmf[n - 1, k - 1]
+      a = s_val - scale * pick(credit[n + 1 :, k]) / pmf[n - 1, k]
+    return jnp.where(bad | mixed, jnp.nan, a)
+
+  return jax.vmap(one)(_flat(ids), _flat(values))
+
+
+def _shift_right(rows: jax.Array) -> jax.Array:
+  """rows[..., x − 1] at x >= 1 and 0 at x = 0: one more draw of that answer."""
+  return jnp.concatenate([jnp.zeros_like(rows[..., :1]), rows[..., :-1]], axis=-1)
+
+
+def maj_at_k_exact(
+  probs: ArrayLike,
+  correct: ArrayLike,
+  k: int,
+  *,
+  tie: str = "uniform",
+  answered: ArrayLike | None = None,
+) -> jax.Array:
+  """Exact maj@k of a categorical policy over distinct answers.
+
+  P(the plurality answer among k i.i.d. draws from ``probs`` is correct), with the
+  tie rules of :func:`maj_at_k`: Σ over count vectors x with Σ x = k of the
+  multinomial probability k!/Π x_b! Π p_b^{x_b} times the credit of x, computed by
+  the counting DP of the module docstring (binomial convolutions of p_b^x) in
+  O(A · k² · Σ_{t<=k} ⌈⌊k/t⌋/2⌉) = O(A k³ log k) per distribution.  It is the
+  expectation of :func:`maj_at_k` over n >= k samples, and differentiable in
+  ``probs`` (also at zero probabilities).
+
+  Args:
+    probs: ``[..., A]`` probabilities of A distinct answers (leading axes are batch
+      axes).
+    correct: bool or {0, 1}, broadcastable to ``probs``: whether each answer is
+      correct.
+    k: static int >= 1.  In float32 k <= 125 (C(k, k/2) must not overflow).
+    tie: keyword-only, ``"uniform"`` or ``"wrong"``.
+    answered: keyword-only, optional bool broadcastable to ``probs``: False marks
+      an outcome with no answer, which never wins the vote (as a negative id in
+      :func:`maj_at_k`).  Default: all answered.
+
+  Returns:
+    ``[...]`` probabilities in [0, 1].
+
+  Raises:
+    ValueError: bad ``k`` or ``tie``, shapes that do not broadcast, or (eagerly
+      only) ``probs`` that is not a probability vector or ``correct`` outside
+      {0, 1}.  Under ``jit`` ``probs`` is divided by its sum.
+
+  References: Wang et al. arXiv 2203.11171 (Sec. 2); Tang et al. arXiv 2503.19595.
+  """
+  p = categorical.as_distribution(probs, "probs")
+  try:
+    corr = jnp.asarray(correct)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"correct must be a bool or 0/1 numeric array: {e}") from e
+  checks.check_real(corr, "correct")
+  try:
+    corr = jnp.broadcast_to(corr, p.shape)
+    mask = jnp.ones(p.shape, bool) if answered is None else jnp.broadcast_to(answered, p.shape)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"correct and answered must broadcast to probs {p.shape}: {e}") from e
+  k = checks.check_int(k, "k", low=1, high=checks.MAX_SIZE)
+  checks.check_option(tie, "tie", TIE_RULES)
+  categorical.check_probabilities(p, "probs")
+  if checks.is_concrete(corr):
+    c = np.asarray(corr, np.float64)
+    if not np.all((c == 0) | (c == 1)):
+      raise ValueError("correct must hold only 0/1 (or bool) values.")
+  tables = _exact_tables(k, tie, p.dtype)
+  out = _maj_at_k_exact(
+    _flat(categorical.normalize(p)),
+    _flat(corr.astype(p.dtype)),
+    _flat(mask.astype(p.dtype)),
+    tables,
+    k,
+  )
+  return out.reshape(p.shape[:-1])
+
+
+@functools.partial(jax.jit, static_argnums=4)
+def _maj_at_k_exact(
+  p: jax.Array, corr: jax.Array, answered: jax.Array, tables: _Tables, k: int
+) -> jax.Array:
+  def one(p_row: jax.Array, c_row: jax.Array, a_row: jax.Array) -> jax.Array:
+    # p^x by repeated products: grad-safe at p = 0 (unlike p ** x with x = 0).
+    powers = [jnp.ones_like(p_row)]
+    for _ in range(k):
+      powers.append(powers[-1] * p_row)
+    rows = jnp.stack(powers, axis=-1)  # [A, k+1]
+    init = jnp.zeros((1, k + 1), p_row.dtype).at[0, 0].set(1)
+    none = jnp.full((1,), -1, jnp.int32)
+    return _vote_credit(init, rows, c_row * a_row, 1 - a_row, none, init, tables)[0, k]
+
+  return jax.vmap(one)(p, corr, answered)
