@@ -56,6 +56,10 @@ NOT_GROUP_WISE = {
   "reward_collision_probability": "exact function of a categorical distribution",
   "kl_divergence": "exact function of two categorical distributions",
   "win_rate": "exact function of two categorical distributions and rewards",
+  "selected_at_k_exact": "exact function of a categorical distribution, not of samples",
+  "selected_pmf": "exact function of a categorical distribution, not of samples",
+  "maj_at_k_exact": "exact function of a categorical distribution over answers, not of samples",
+  "implied_prompt_weight": "a function of a transform and success probabilities, elementwise in p",
   "bon_kl_bound": "a scalar function of n",
   "bon_win_rate_bound": "a scalar function of n",
   "bon_kl_estimate": "elementwise in eps (no group axis)",
@@ -177,6 +181,46 @@ def _binary_curves(n: int) -> Callable[..., dict[str, object]]:
       out[f"mg_pass_at_k,k={k}"] = maxk.mg_pass_at_k(c, k)
       for tau in (0.0, 0.5, 1.0):
         out[f"g_pass_at_k,k={k},tau={tau}"] = maxk.g_pass_at_k(c, k, tau=tau)
+    return out
+
+  return fn
+
+
+def _selectors(n: int) -> Callable[..., dict[str, object]]:
+  ks = _ks(n) if n <= _ALL_POSITIONS_MAX else (3,)
+
+  def fn(scores, r):
+    out = {f"selected_at_k,k={k}": maxk.selected_at_k(scores, r, k) for k in ks}
+    for b in maxk.BASELINES:
+      for k in ks:
+        out[f"selected_at_k_advantages,{b},k={k}"] = maxk.selected_at_k_advantages(
+          scores, r, k, baseline=b
+        )
+    return out
+
+  return fn
+
+
+def _success_objective(n: int) -> Callable[..., dict[str, object]]:
+  # A mixture with both signs over j = 1..min(n, 3).
+  coefficients = np.array([0.5, -0.25, 1.5])[: min(n, 3)]
+  baselines = ("none", "loo", "loo_centered", "loo_minus_one")
+  return lambda c: {
+    b: maxk.success_objective_advantages(c, coefficients, baseline=b) for b in baselines
+  }
+
+
+def _majority(n: int) -> Callable[..., dict[str, object]]:
+  # Answer ids follow the flags (correct samples share answer 0, the others spread over
+  # three wrong answers), so a clean group is consistent and a NaN flag is the poison.
+  def fn(c):
+    ids = jnp.where(c > 0.5, 0, 1 + jnp.arange(n) % 3)
+    out = {}
+    for k in _ks(n):
+      for tie in ("uniform", "wrong"):
+        out[f"maj_at_k,k={k},{tie}"] = maxk.maj_at_k(ids, c, k, tie=tie)
+      for b in ("none", "loo", "loo_centered", "loo_minus_one"):
+        out[f"maj_at_k_advantages,k={k},{b}"] = maxk.maj_at_k_advantages(ids, c, k, baseline=b)
     return out
 
   return fn
@@ -322,6 +366,27 @@ CASES = [
       "mg_pass_at_k",
     ),
     _binary_curves,
+    inputs=("correct",),
+    sizes=(1, 2, 7),
+  ),
+  Case(
+    "selectors",
+    ("selected_at_k", "selected_at_k_advantages"),
+    _selectors,
+    inputs=("rewards", "rewards"),
+    sizes=(1, 7, _LARGE_N),
+  ),
+  Case(
+    "success_objective",
+    ("success_objective_advantages",),
+    _success_objective,
+    inputs=("correct",),
+    sizes=(1, 2, 7),
+  ),
+  Case(
+    "majority",
+    ("maj_at_k", "maj_at_k_advantages"),
+    _majority,
     inputs=("correct",),
     sizes=(1, 2, 7),
   ),

@@ -118,6 +118,69 @@ def main(env_dir):
     "mean_with_interval", [interval.mean, interval.stderr], [mean, statistics.stdev(r) / n**0.5]
   )
 
+  # A verifier selects: scores rank the samples, the true rewards are paid; score ties
+  # share the mean reward of the tied top samples.
+  scores = [0.0, 1.0, 1.0, 0.5]
+  selected = [
+    statistics.mean(r[i] for i in s if scores[i] == max(scores[j] for j in s)) for s in subsets
+  ]
+  check(
+    "selected_at_k",
+    jax.jit(lambda v, x: maxk.selected_at_k(v, x, k))(jnp.asarray(scores), rewards),
+    statistics.mean(selected),
+  )
+  s_sel = [sum(v for v, s in zip(selected, subsets) if i in s) / math.comb(n, k) for i in range(n)]
+  check(
+    "selected_at_k_advantages",
+    maxk.selected_at_k_advantages(jnp.asarray(scores), rewards, k, baseline="none"),
+    s_sel,
+  )
+
+  # Majority vote: the plurality answer of k draws is correct; a tie at the top earns
+  # the share of correct answers among the tied ones.
+  ids, right = [0, 1, 0, 2], [1, 0, 1, 0]
+
+  def vote(s):
+    counts = {a: sum(ids[i] == a for i in s) for a in {ids[i] for i in s}}
+    top = [a for a, c in counts.items() if c == max(counts.values())]
+    return statistics.mean(right[ids.index(a)] for a in top)
+
+  check(
+    "maj_at_k",
+    jax.jit(lambda a, c: maxk.maj_at_k(a, c, k))(jnp.asarray(ids), jnp.asarray(right)),
+    statistics.mean(vote(s) for s in subsets),
+  )
+
+  # Curves over every k, pass^k and G-Pass@k (c = 2 of n = 4 correct).
+  check(
+    "pass_at_k_curve",
+    jax.jit(maxk.pass_at_k_curve)(correct),
+    [1 - math.comb(n - 2, j) / math.comb(n, j) for j in range(1, n + 1)],
+  )
+  check(
+    "max_at_k_curve",
+    jax.jit(maxk.max_at_k_curve)(rewards),
+    [
+      statistics.mean(max(r[i] for i in s) for s in itertools.combinations(range(n), j))
+      for j in range(1, n + 1)
+    ],
+  )
+  check("pass_hat_k", jax.jit(lambda c: maxk.pass_hat_k(c, k))(correct), 1 / math.comb(n, k))
+  # G-Pass@3 at tau = 1/2 needs 2 of 3 correct: 2 of the 4 triples hold both correct samples.
+  check("g_pass_at_k", jax.jit(lambda c: maxk.g_pass_at_k(c, 3, 0.5))(correct), 0.5)
+
+  # Prompt weights: max@k with an unbiased baseline weights a prompt by k(1−p)^(k−1);
+  # pass@2 written in the pass@j basis gives max@2's advantages.
+  p = jnp.asarray([0.0, 0.3, 1.0])
+  weight = maxk.implied_prompt_weight(lambda c: maxk.max_at_k_advantages(c, k), p, n)
+  check("implied_prompt_weight", weight, [k * (1 - q) ** (k - 1) for q in (0.0, 0.3, 1.0)])
+  binary = jnp.asarray([1.0, 0.0, 0.0, 1.0])
+  check(
+    "success_objective_advantages",
+    jax.jit(lambda c: maxk.success_objective_advantages(c, [0.0, 1.0]))(binary),
+    maxk.max_at_k_advantages(binary, k),
+  )
+
   # Best-of-n: unique rewards, π_n(y) = F(y)^m − F-(y)^m with F the reward CDF.
   probs, values, m = [0.2, 0.3, 0.5], [1.0, 3.0, 2.0], 3
   cdf = [sum(p for p, v in zip(probs, values) if v <= value) for value in values]
