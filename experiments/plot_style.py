@@ -116,6 +116,15 @@ COLORS: dict[str, str] = {
   "selected_at_k": "#e6550d",
   "selected_at_k_exact": "#e6550d",
   "selected_pmf": "#fdae6b",
+  "selected_at_k_advantages": "#e6550d",
+  # Curves over every k share their single-k estimator's colour.
+  "pass_at_k_curve": "#1f77b4",
+  "pass_at_k_curve_variance": "#1f77b4",
+  "max_at_k_curve": "#d62728",
+  "max_at_k_curve_variance": "#d62728",
+  "pass_hat_k_curve": "#117a65",
+  # Any mixture of pass@j (maxk.success_objective_advantages).
+  "success_objective_advantages": "#843c39",
 }
 
 MARKERS: dict[str, str] = {

@@ -29,7 +29,9 @@ def test_training_step_example_runs_and_learns():
   assert float(np.mean(maxk.max_at_k_exact(probs, values, 4))) > 0.9
 
 
-@pytest.mark.parametrize("marker", ["maxk.lift_rank_weights", "maxk.pass_at_k_variance"])
+@pytest.mark.parametrize(
+  "marker", ["maxk.lift_rank_weights", "maxk.pass_at_k_variance", "maxk.selected_at_k("]
+)
 def test_rank_objective_and_uncertainty_examples_run(marker):
   """The examples run as written (the rank one asserts the MaxRL mixture identity)."""
   blocks = re.findall(r"```python\n(.*?)```", _readme(), flags=re.S)

@@ -136,6 +136,24 @@ def main(env_dir):
     s_sel,
   )
 
+  # Exact values of a categorical policy: best-of-2 by score pays the reward of the
+  # higher-score arm; majority of 2 draws over answers (a tie broken uniformly).
+  pi, score, reward = [0.5, 0.3, 0.2], [2.0, 1.0, 0.0], [0.0, 1.0, 3.0]
+  pairs = list(itertools.product(range(3), repeat=2))
+  check(
+    "selected_at_k_exact",
+    jax.jit(lambda p: maxk.selected_at_k_exact(p, jnp.asarray(score), jnp.asarray(reward), 2))(
+      jnp.asarray(pi)
+    ),
+    sum(pi[a] * pi[b] * reward[a if score[a] >= score[b] else b] for a, b in pairs),
+  )
+  is_right = [1, 0, 0]
+  check(
+    "maj_at_k_exact",
+    jax.jit(lambda p: maxk.maj_at_k_exact(p, jnp.asarray(is_right), 2))(jnp.asarray(pi)),
+    sum(pi[a] * pi[b] * (is_right[a] + is_right[b]) / 2 for a, b in pairs),
+  )
+
   # Majority vote: the plurality answer of k draws is correct; a tie at the top earns
   # the share of correct answers among the tied ones.
   ids, right = [0, 1, 0, 2], [1, 0, 1, 0]
