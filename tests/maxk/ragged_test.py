@@ -325,8 +325,32 @@ def test_rank_objectives_use_the_tables_of_each_group_size():
     assert abs(estimate[b] - want_u) <= 1e-6 * abs(want_u)
 
 
+# Group-wise functions without where= yet (README's "Ragged groups" names them): their
+# ragged forms need per-size tables (m, c) or per-size curves, not built yet.
+WITHOUT_WHERE = frozenset(
+  {
+    "selected_at_k_advantages",
+    "maj_at_k",
+    "maj_at_k_advantages",
+    "pass_at_k_curve",
+    "max_at_k_curve",
+    "pass_at_k_curve_variance",
+    "max_at_k_curve_variance",
+    "pass_hat_k",
+    "pass_hat_k_curve",
+    "g_pass_at_k",
+    "mg_pass_at_k",
+    "success_objective_advantages",
+  }
+)
+
+
 def test_every_group_wise_function_takes_where_keyword_only():
+  assert WITHOUT_WHERE <= nan_groups_test.GROUP_WISE
   for name in sorted(nan_groups_test.GROUP_WISE):
+    if name in WITHOUT_WHERE:
+      assert "where" not in inspect.signature(getattr(maxk, name)).parameters, name
+      continue
     param = inspect.signature(getattr(maxk, name)).parameters.get("where")
     assert param is not None, f"{name} takes no where="
     assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is None, name
