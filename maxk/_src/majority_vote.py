@@ -21,9 +21,24 @@ most ⌊k/t⌋ − 1, so Gauss-Legendre with ⌈⌊k/t⌋/2⌉ nodes integrates 
 "wrong" (a tie at the top is wrong) is the single node u = 0.  The sum over a is the
 derivative of Π_b f_b with respect to the correct answers' marks, carried alongside
 the product (forward mode) while the answers are multiplied in one at a time, so no
-answer is left out separately.  Per group this is a scan over m answer slots, each
-step a truncated polynomial product of degree k for every (t, node) pair:
-O(m · k² · Σ_t ⌈⌊k/t⌋/2⌉) = O(m k³ log k), with m <= n slots (static shapes).
+answer is left out separately.  For the exact value (A outcomes) this is a scan over
+the A answers, each step a truncated polynomial product of degree k for every
+(t, node) pair: O(A · k² · Σ_t ⌈⌊k/t⌋/2⌉) = O(A k³ log k).
+
+Samples.  At top count t an answer with c_b < t samples never reaches t, so its
+f_b is its whole (untruncated) weight polynomial, and all such answers together
+with the abstentions are one pool factor: for the binomial weights below, the
+product of their polynomials is the binomial pmf of their total count.  Only the
+answers with c_b >= t, at most ⌊n/t⌋ of them, need a factor of their own, and that
+factor has degree t.  Sorting the answers by count (largest first) gives level t
+exactly ⌊n/t⌋ static slots (masked where c_b < t).  Per group the cost is
+Σ_t ⌊n/t⌋ · ⌈⌊k/t⌋/2⌉ · (t + 1)(k + 1) = O(n k² log k).  The advantages need the
+DP of every distinct answer with one vote forced for (or removed from) it: for an
+answer with its own slot, the product over all the other slots comes from the
+prefix and suffix products along the slot axis (the derivative carried in both),
+read off at one coefficient; for an answer in the pool, or an abstention, the
+change only moves one draw in or out of the pool.  That is a few times the cost of
+maj@k, O(n k² log k) per group.
 
 Weights.  For n samples w_b(x) = C(c_b, x) q^x (1 − q)^(c_b − x) with q = k/n (a
 binomial pmf, so nothing overflows), and the product over answers, divided by
@@ -340,8 +355,8 @@ def maj_at_k(
   maj@k ≈ (1/C(n,k)) Σ_{|I|=k} h(I), where h(I) is 1 when the most frequent answer
   among the samples I is correct (self-consistency, Wang et al. arXiv 2203.11171,
   Sec. 2; cons@k).  Computed by counting, without enumerating subsets (module
-  docstring): cost O(n · k² · Σ_{t<=k} ⌈⌊k/t⌋/2⌉) = O(n k³ log k) per group, all
-  sums of positive terms with float64 coefficient tables.  k = 1 gives the mean
+  docstring, "Samples"): cost O(Σ_{t<=k} ⌊n/t⌋ · ⌈⌊k/t⌋/2⌉ · t k) = O(n k² log k)
+  per group, all sums of positive terms with float64 coefficient tables.  k = 1 gives the mean
   of ``correct`` (pass@1).
 
   Ties at the top (``tie``):
@@ -420,9 +435,10 @@ def maj_at_k_advantages(
   distinct answer: S(i) = (k/n) · E[h(J ∪ {i})] over the (k−1)-subsets J of the
   other samples is the counting DP of :func:`maj_at_k` over the n − 1 others with
   one vote forced for i's answer, and the leave-one-out value is the same DP
-  without that vote; one DP per answer slot (n + 1 slots with the abstentions),
-  all in one scan.  Cost per group: O(n² k³ log k) (n + 1 or, with a baseline,
-  2(n + 1) DPs of O(n k³ log k)).
+  without that vote.  All of these come from one pass of that DP over the answers
+  (prefix and suffix products of the answers' factors; module docstring,
+  "Samples"), so the cost per group is O(n k² log k), a few times that of
+  :func:`maj_at_k`.
 
   Args:
     answer_ids: ``[..., n]`` integer answer labels (negative: no answer, as in
