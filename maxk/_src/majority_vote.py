@@ -21,9 +21,24 @@ most ⌊k/t⌋ − 1, so Gauss-Legendre with ⌈⌊k/t⌋/2⌉ nodes integrates 
 "wrong" (a tie at the top is wrong) is the single node u = 0.  The sum over a is the
 derivative of Π_b f_b with respect to the correct answers' marks, carried alongside
 the product (forward mode) while the answers are multiplied in one at a time, so no
-answer is left out separately.  Per group this is a scan over m answer slots, each
-step a truncated polynomial product of degree k for every (t, node) pair:
-O(m · k² · Σ_t ⌈⌊k/t⌋/2⌉) = O(m k³ log k), with m <= n slots (static shapes).
+answer is left out separately.  For the exact value (A outcomes) this is a scan over
+the A answers, each step a truncated polynomial product of degree k for every
+(t, node) pair: O(A · k² · Σ_t ⌈⌊k/t⌋/2⌉) = O(A k³ log k).
+
+Samples.  At top count t an answer with c_b < t samples never reaches t, so its
+f_b is its whole (untruncated) weight polynomial, and all such answers together
+with the abstentions are one pool factor: for the binomial weights below, the
+product of their polynomials is the binomial pmf of their total count.  Only the
+answers with c_b >= t, at most ⌊n/t⌋ of them, need a factor of their own, and that
+factor has degree t.  Sorting the answers by count (largest first) gives level t
+exactly ⌊n/t⌋ static slots (masked where c_b < t).  Per group the cost is
+Σ_t ⌊n/t⌋ · ⌈⌊k/t⌋/2⌉ · (t + 1)(k + 1) = O(n k² log k).  The advantages need the
+DP of every distinct answer with one vote forced for (or removed from) it: for an
+answer with its own slot, the product over all the other slots comes from the
+prefix and suffix products along the slot axis (the derivative carried in both),
+read off at one coefficient; for an answer in the pool, or an abstention, the
+change only moves one draw in or out of the pool.  That is a few times the cost of
+maj@k, O(n k² log k) per group.
 
 Weights.  For n samples w_b(x) = C(c_b, x) q^x (1 − q)^(c_b − x) with q = k/n (a
 binomial pmf, so nothing overflows), and the product over answers, divided by
@@ -118,14 +133,6 @@ def _shift(k: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=128)
-def _sample_tables(n: int, k: int, tie: str, dtype: DTypeLike) -> _Tables:
-  s, x = np.arange(k + 1)[:, None], np.arange(k + 1)[None, :]
-  kernel = (x <= s).astype(np.dtype(dtype))
-  dt = np.dtype(dtype)
-  return _Tables(_pairs(k, tie, dt), _binomial_pmf_table(n, k, dt), kernel, _shift(k))
-
-
-@functools.lru_cache(maxsize=128)
 def _exact_tables(k: int, tie: str, dtype: DTypeLike) -> _Tables:
   kernel = np.array(
     [[math.comb(s, x) if x <= s else 0 for x in range(k + 1)] for s in range(k + 1)], np.float64
@@ -202,16 +209,117 @@ def _classes(ids: jax.Array, corr: jax.Array) -> tuple[jax.Array, ...]:
   return cid, counts, (n_correct > 0).astype(corr.dtype), abstain, mixed | abstain_correct
 
 
+class _Level(NamedTuple):
+  """One top count t of the sample DP: its answer slots, quadrature and index tables."""
+
+  t: int
+  slots: int  # ⌊n/t⌋: at most this many answers have a count >= t.
+  mask: np.ndarray  # [G, t+1]: 1 for x < t, the node u at x = t.
+  weight: np.ndarray  # [G] quadrature weights.
+  gather: np.ndarray  # [k+1, t+1] int: max(s − x, 0).
+  inside: np.ndarray  # [k+1, t+1]: 1 where x <= s.
+
+
+@functools.lru_cache(maxsize=128)
+def _levels(n: int, k: int, tie: str, dtype: np.dtype) -> tuple[_Level, ...]:
+  pairs = _pairs(k, tie, dtype)
+  t_of_pair = np.argmax(pairs.at, axis=1)
+  s = np.arange(k + 1)[:, None]
+  levels = []
+  for t in range(1, k + 1):
+    rows = t_of_pair == t
+    mask = pairs.below[rows, : t + 1] + pairs.u[rows, None] * pairs.at[rows, : t + 1]
+    x = np.arange(t + 1)[None, :]
+    levels.append(
+      _Level(
+        t,
+        n // t,
+        np.asarray(mask, dtype),
+        pairs.weight[rows],
+        np.maximum(s - x, 0).astype(np.int32),
+        (x <= s).astype(dtype),
+      )
+    )
+  return tuple(levels)
+
+
+def _times_short(poly: jax.Array, factor: jax.Array, level: _Level) -> jax.Array:
+  """poly [..., k+1] times factor [..., t+1] (same leading shape), truncated at degree k."""
+  gathered = poly[..., level.gather]  # [..., k+1, t+1]: poly[s − x]
+  return jnp.einsum("...sx,sx,...x->...s", gathered, jnp.asarray(level.inside), factor)
+
+
+def _times_power(poly: jax.Array, t: int) -> jax.Array:
+  """poly · z^t truncated at degree k."""
+  pad = [(0, 0)] * (poly.ndim - 1) + [(t, 0)]
+  return jnp.pad(poly[..., : poly.shape[-1] - t], pad)
+
+
+def _coefficient(a: jax.Array, b: jax.Array, degree: int) -> jax.Array:
+  """[z^degree] of a · b over the last axis (0 for a negative degree)."""
+  if degree < 0:
+    return jnp.zeros(a.shape[:-1], a.dtype)
+  return jnp.sum(a[..., : degree + 1] * jnp.flip(b[..., : degree + 1], -1), -1)
+
+
+def _slot_factors(
+  rows: jax.Array, corr: jax.Array, valid: jax.Array, level: _Level
+) -> tuple[jax.Array, jax.Array]:
+  """Each slot's f_b(z, u) [J, G, t+1] and tie coefficient corr_b · w_b(t) [J].
+
+  An invalid slot (no answer with count >= t there) is the factor 1.
+  """
+  t = level.t
+  f = rows[:, None, : t + 1] * jnp.asarray(level.mask)
+  one = np.zeros(t + 1)
+  one[0] = 1
+  f = jnp.where(valid[:, None, None], f, jnp.asarray(one, f.dtype))
+  return f, jnp.where(valid, corr * rows[:, t], 0)
+
+
+def _scan_slots(
+  f: jax.Array, tie: jax.Array, init: jax.Array, level: _Level, *, reverse: bool = False
+) -> tuple[tuple[jax.Array, jax.Array], tuple[jax.Array, jax.Array]]:
+  """Multiplies the slots' factors into (F, D) = (init, 0), D the tie derivative.
+
+  Returns the final (F, D) [G, k+1] and, per slot, the (F, D) before that slot's
+  factor [J, G, k+1] (the product over the slots before it, or after it with
+  ``reverse``).
+  """
+
+  def step(carry: tuple[jax.Array, jax.Array], xs: tuple[jax.Array, jax.Array]) -> tuple:
+    prod, deriv = carry
+    fj, cj = xs
+    new = (
+      _times_short(prod, fj, level),
+      _times_short(deriv, fj, level) + cj * _times_power(prod, level.t),
+    )
+    return new, carry
+
+  start = jnp.broadcast_to(init, (f.shape[1], init.shape[-1]))
+  return lax.scan(step, (start, jnp.zeros_like(start)), (f, tie), reverse=reverse)
+
+
+def _sorted_classes(counts: jax.Array, corr: jax.Array) -> tuple[jax.Array, ...]:
+  """The answer classes by count, largest first: (perm, counts, correct)."""
+  iota = jnp.arange(counts.shape[0], dtype=jnp.int32)
+  _, perm = lax.sort((-counts, iota), num_keys=1)
+  return perm, counts[perm], corr[perm]
+
+
 def _sample_value(
-  counts: jax.Array, corr: jax.Array, abstain: jax.Array, tables: _Tables, n: int, k: int
+  counts: jax.Array, corr: jax.Array, pmf: jax.Array, n: int, k: int, tie: str
 ) -> jax.Array:
-  """maj@k of one group of n samples from its class counts."""
-  pmf = jnp.asarray(tables.pmf)
-  none = jnp.full((1,), -1, jnp.int32)
-  credit = _vote_credit(
-    pmf[abstain][None], pmf[counts], corr, jnp.zeros_like(corr), none, pmf[:1], tables
-  )
-  return credit[0, k] / pmf[n, k]
+  """maj@k of one group of n samples from its class counts (abstentions: n − Σ counts)."""
+  _, cs, corr_s = _sorted_classes(counts, corr)
+  total = jnp.zeros((), pmf.dtype)
+  for level in _levels(n, k, tie, np.dtype(pmf.dtype)):
+    valid = cs[: level.slots] >= level.t
+    pool = n - jnp.sum(jnp.where(valid, cs[: level.slots], 0))
+    f, tie_coef = _slot_factors(pmf[cs[: level.slots]], corr_s[: level.slots], valid, level)
+    (_, deriv), _ = _scan_slots(f, tie_coef, pmf[pool], level)
+    total = total + jnp.asarray(level.weight) @ deriv[:, k]
+  return total / pmf[n, k]
 
 
 def _prepare(
@@ -247,8 +355,8 @@ def maj_at_k(
   maj@k ≈ (1/C(n,k)) Σ_{|I|=k} h(I), where h(I) is 1 when the most frequent answer
   among the samples I is correct (self-consistency, Wang et al. arXiv 2203.11171,
   Sec. 2; cons@k).  Computed by counting, without enumerating subsets (module
-  docstring): cost O(n · k² · Σ_{t<=k} ⌈⌊k/t⌋/2⌉) = O(n k³ log k) per group, all
-  sums of positive terms with float64 coefficient tables.  k = 1 gives the mean
+  docstring, "Samples"): cost O(Σ_{t<=k} ⌊n/t⌋ · ⌈⌊k/t⌋/2⌉ · t k) = O(n k² log k)
+  per group, all sums of positive terms with float64 coefficient tables.  k = 1 gives the mean
   of ``correct`` (pass@1).
 
   Ties at the top (``tie``):
@@ -280,18 +388,18 @@ def maj_at_k(
   References: Wang et al. arXiv 2203.11171 (Sec. 2); Tang et al. arXiv 2503.19595.
   """
   ids, values, n, k = _prepare(answer_ids, correct, k, tie)
-  tables = _sample_tables(n, k, tie, values.dtype)
-  return _maj_at_k(ids, values, tables, k).reshape(ids.shape[:-1])
+  pmf = _binomial_pmf_table(n, k, values.dtype)
+  return _maj_at_k(ids, values, pmf, k, tie).reshape(ids.shape[:-1])
 
 
-@functools.partial(jax.jit, static_argnums=3)
-def _maj_at_k(ids: jax.Array, values: jax.Array, tables: _Tables, k: int) -> jax.Array:
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _maj_at_k(ids: jax.Array, values: jax.Array, pmf: jax.Array, k: int, tie: str) -> jax.Array:
   n = ids.shape[-1]
 
   def one(ids_row: jax.Array, v_row: jax.Array) -> jax.Array:
     bad = jnp.any(jnp.isnan(v_row))
-    _, counts, corr, abstain, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
-    value = _sample_value(counts, corr, abstain, tables, n, k)
+    _, counts, corr, _, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
+    value = _sample_value(counts, corr, pmf, n, k, tie)
     return jnp.where(bad | mixed, jnp.nan, value)
 
   return jax.vmap(one)(_flat(ids), _flat(values))
@@ -327,9 +435,10 @@ def maj_at_k_advantages(
   distinct answer: S(i) = (k/n) · E[h(J ∪ {i})] over the (k−1)-subsets J of the
   other samples is the counting DP of :func:`maj_at_k` over the n − 1 others with
   one vote forced for i's answer, and the leave-one-out value is the same DP
-  without that vote; one DP per answer slot (n + 1 slots with the abstentions),
-  all in one scan.  Cost per group: O(n² k³ log k) (n + 1 or, with a baseline,
-  2(n + 1) DPs of O(n k³ log k)).
+  without that vote.  All of these come from one pass of that DP over the answers
+  (prefix and suffix products of the answers' factors; module docstring,
+  "Samples"), so the cost per group is O(n k² log k), a few times that of
+  :func:`maj_at_k`.
 
   Args:
     answer_ids: ``[..., n]`` integer answer labels (negative: no answer, as in
@@ -357,61 +466,84 @@ def maj_at_k_advantages(
     kind = "loo_centered"
   if kind in ("loo", "loo_centered") and n == k:
     kind = "none"
-  tables = _sample_tables(n, k, tie, values.dtype)
+  pmf = _binomial_pmf_table(n, k, values.dtype)
   scale = k / (n - 1) if kind == "loo" else k / n
   # "loo" and "loo_centered" differ only in the (traced) scale: one compiled program.
   kind = "loo" if kind == "loo_centered" else kind
-  return _maj_at_k_advantages(ids, values, tables, scale, k, kind).reshape(ids.shape)
+  return _maj_at_k_advantages(ids, values, pmf, scale, k, kind, tie).reshape(ids.shape)
 
 
-@functools.partial(jax.jit, static_argnums=(4, 5))
+@functools.partial(jax.jit, static_argnums=(4, 5, 6))
 def _maj_at_k_advantages(
-  ids: jax.Array, values: jax.Array, tables: _Tables, scale: float | jax.Array, k: int, kind: str
+  ids: jax.Array,
+  values: jax.Array,
+  pmf: jax.Array,
+  scale: float | jax.Array,
+  k: int,
+  kind: str,
+  tie: str,
 ) -> jax.Array:
   n = ids.shape[-1]
-  pmf = jnp.asarray(tables.pmf)
   # S(i) = (k/n) · E[h(J ∪ {i})] over (k−1)-subsets J of the other n − 1 samples: the
   # DP of the other samples with one vote forced for i's answer (its row shifted by
-  # one draw).  The leave-one-out values are the same DP without that vote.  Both
-  # use the binomial weights of q = k/n on the n − 1 others (any q gives the same
-  # ratio; this one keeps the values in range).
-  slots = jnp.arange(n, dtype=jnp.int32)
-  removed_too = kind != "none"
+  # one draw), read at z^k.  The leave-one-out values are the same DP without that
+  # vote, read at z^(k−1) ("loo_minus_one") or z^k.  Both use the binomial weights of
+  # q = k/n on the n − 1 others (any q gives the same ratio; this one keeps the
+  # values in range).
+  removed_degree = k - 1 if kind == "loo_minus_one" else k
+  levels = _levels(n, k, tie, np.dtype(pmf.dtype))
 
   def one(ids_row: jax.Array, v_row: jax.Array) -> jax.Array:
     bad = jnp.any(jnp.isnan(v_row))
-    cid, counts, corr, abstain, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
-    less = pmf[jnp.maximum(counts - 1, 0)]  # [n, k+1] each answer with one sample fewer
-    less0 = pmf[jnp.maximum(abstain - 1, 0)]
-    forced, forced0 = _shift_right(less), _shift_right(less0)
-    base0 = jnp.broadcast_to(pmf[abstain], (n, k + 1))
-    inits = [base0, forced0[None]]
-    alt = [forced, forced0[None]]
-    slot = [slots, jnp.full((1,), -1, jnp.int32)]
-    if removed_too:
-      inits += [base0, less0[None]]
-      alt += [less, less0[None]]
-      slot += [slots, jnp.full((1,), -1, jnp.int32)]
-    credit = _vote_credit(
-      jnp.concatenate(inits),
-      pmf[counts],
-      corr,
-      jnp.zeros_like(corr),
-      jnp.concatenate(slot),
-      jnp.concatenate(alt),
-      tables,
-    )
+    cid, counts, corr, _, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
+    perm, cs, corr_s = _sorted_classes(counts, corr)
+    forced_s = jnp.zeros((n,), pmf.dtype)  # per class, largest first
+    removed_s = jnp.zeros((n,), pmf.dtype)
+    forced_pool = jnp.zeros((), pmf.dtype)  # an abstention's (or small answer's) share
+    removed_pool = jnp.zeros((), pmf.dtype)
+    for level in levels:
+      j_slots, t = level.slots, level.t
+      c = cs[:j_slots]
+      valid = c >= t
+      pool = n - jnp.sum(jnp.where(valid, c, 0))
+      weight = jnp.asarray(level.weight)
+      f, tie_coef = _slot_factors(pmf[c], corr_s[:j_slots], valid, level)
+      (_, deriv_all), (pre, pre_d) = _scan_slots(
+        f, tie_coef, jnp.zeros((k + 1,), pmf.dtype).at[0].set(1), level
+      )
+      _, (suf, suf_d) = _scan_slots(f, tie_coef, pmf[pool], level, reverse=True)
+      # A sample whose answer has a count < t (or no answer) only moves one draw
+      # into or out of the pool: the others' polynomial times pmf[pool − 1].
+      rest = pmf[jnp.maximum(pool - 1, 0)]
+      level_forced_pool = weight @ _coefficient(deriv_all, rest, k - 1)
+      level_removed_pool = weight @ _coefficient(deriv_all, rest, removed_degree)
+      # An answer with its own slot: all-but-one products from the prefix and suffix.
+      less = pmf[jnp.maximum(c - 1, 0)]
+      slot_values = []
+      for rows, degree in ((_shift_right(less), k), (less, removed_degree)):
+        fv, tv = _slot_factors(rows, corr_s[:j_slots], valid, level)
+        a = _times_short(pre_d, fv, level) + tv[:, None, None] * _times_power(pre, t)
+        b = _times_short(pre, fv, level)
+        both = _coefficient(a, suf, degree) + _coefficient(b, suf_d, degree)
+        slot_values.append(jnp.pad(both @ weight, (0, n - j_slots)))
+      in_slot = (jnp.arange(n) < j_slots) & (cs >= t)
+      forced_s += jnp.where(in_slot, slot_values[0], level_forced_pool)
+      removed_s += jnp.where(in_slot, slot_values[1], level_removed_pool)
+      forced_pool += level_forced_pool
+      removed_pool += level_removed_pool
+    forced = jnp.append(jnp.zeros((n,), pmf.dtype).at[perm].set(forced_s), forced_pool)
+    removed = jnp.append(jnp.zeros((n,), pmf.dtype).at[perm].set(removed_s), removed_pool)
     answered = ids_row >= 0
     pick = lambda part: jnp.where(answered, part[cid], part[n])  # per sample
-    s_scaled = pick(credit[: n + 1, k])  # S(i) · (n/k) · pmf[n − 1, k − 1]
+    s_scaled = pick(forced)  # S(i) · (n/k) · pmf[n − 1, k − 1]
     if kind == "none":
       a = (k / n) * s_scaled / pmf[n - 1, k - 1]
     elif kind == "loo_minus_one":
       # One ratio for both terms: their difference is formed before dividing.
-      a = (k / n) * (s_scaled - pick(credit[n + 1 :, k - 1])) / pmf[n - 1, k - 1]
+      a = (k / n) * (s_scaled - pick(removed)) / pmf[n - 1, k - 1]
     else:
       s_val = (k / n) * s_scaled / pmf[n - 1, k - 1]
-      a = s_val - scale * pick(credit[n + 1 :, k]) / pmf[n - 1, k]
+      a = s_val - scale * pick(removed) / pmf[n - 1, k]
     return jnp.where(bad | mixed, jnp.nan, a)
 
   return jax.vmap(one)(_flat(ids), _flat(values))

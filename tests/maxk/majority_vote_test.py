@@ -249,3 +249,26 @@ def test_bad_input_raises():
     maxk.maj_at_k_exact([0.5, 0.5], [True, False], 0)
   with pytest.raises(ValueError, match="k=200"):
     maxk.maj_at_k_exact(np.float32([0.5, 0.5]), [True, False], 200)
+
+
+@pytest.mark.parametrize("tie,baseline", [("uniform", "loo_minus_one"), ("wrong", "loo")])
+def test_many_answers_fill_the_slots_of_every_top_count(tie, baseline):
+  # n = 12: all answers distinct (12 slots at t = 1), one answer everywhere, counts
+  # 4, 3, 3, 1, 1 (ties between slots; answers below t pool), and abstentions.
+  ids = np.array(
+    [
+      np.arange(12),
+      np.full(12, 7),
+      [0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 4],
+      [5, -1, 5, 6, -1, 6, 5, 8, 8, -1, 6, 9],
+    ]
+  )
+  truth = np.array([1, 0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1], bool)
+  correct = np.where(ids >= 0, truth[np.maximum(ids, 0) % 12], False)
+  k = 5
+  got = np.asarray(maxk.maj_at_k(ids, correct, k, tie=tie))
+  want = [maj_subsets(i, c, k, tie) for i, c in zip(ids, correct)]
+  np.testing.assert_allclose(got, want, atol=2e-6)
+  got = np.asarray(maxk.maj_at_k_advantages(ids, correct, k, tie=tie, baseline=baseline))
+  want = [advantages_subsets(i, c, k, tie, baseline) for i, c in zip(ids, correct)]
+  np.testing.assert_allclose(got, want, atol=2e-6)
