@@ -318,3 +318,28 @@ def test_grad_of_max_at_k_curve_is_the_subset_maximum_frequency():
 def test_bad_arguments_raise_value_errors_naming_them(call, match):
   with pytest.raises(ValueError, match=match):
     call()
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_ragged_groups_equal_the_dense_call_on_their_valid_samples(k):
+  rng = np.random.default_rng(k)
+  n, groups = 9, 40
+  correct = (rng.random((groups, n)) < rng.random((groups, 1))).astype(np.float32)
+  valid = rng.random((groups, n)) < rng.uniform(0.2, 1.0, (groups, 1))
+  valid[0] = True  # a full group
+  valid[1] = False  # an empty one
+  bad = np.where(valid, correct, np.nan)  # masked samples may hold anything
+  calls = {
+    "pass_hat_k": lambda c, kk, **w: maxk.pass_hat_k(c, kk, **w),
+    "g_pass_at_k": lambda c, kk, **w: maxk.g_pass_at_k(c, kk, 0.6, **w),
+    "mg_pass_at_k": lambda c, kk, **w: maxk.mg_pass_at_k(c, kk, **w),
+  }
+  for name, call in calls.items():
+    got = np.asarray(jax.jit(lambda c, v, call=call: call(c, k, where=v))(bad, valid))
+    for g in range(groups):
+      m = int(valid[g].sum())
+      if m < k:
+        assert np.isnan(got[g]), (name, g)
+      else:
+        want = float(call(correct[g][valid[g]], k))
+        assert got[g] == pytest.approx(want, abs=1e-6), (name, g)

@@ -326,7 +326,7 @@ def test_rank_objectives_use_the_tables_of_each_group_size():
 
 
 # Group-wise functions without where= yet (README's "Ragged groups" names them): their
-# ragged forms need per-size tables (m, c) or per-size curves, not built yet.
+# ragged forms need per-size curves or per-size counting, not built yet.
 WITHOUT_WHERE = frozenset(
   {
     "selected_at_k_advantages",
@@ -336,10 +336,7 @@ WITHOUT_WHERE = frozenset(
     "max_at_k_curve",
     "pass_at_k_curve_variance",
     "max_at_k_curve_variance",
-    "pass_hat_k",
     "pass_hat_k_curve",
-    "g_pass_at_k",
-    "mg_pass_at_k",
     "success_objective_advantages",
   }
 )
