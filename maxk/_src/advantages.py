@@ -85,6 +85,19 @@ def transform_coefficients(n: int, k: int, baseline: str) -> sorted_kernels.Sort
   return sorted_kernels.SortedTransform(diag=diag, suffix=suffix, prefix=prefix)
 
 
+def reduced_baseline(baseline: str, n: int, k: int) -> str:
+  """The transform a ``baseline`` of :func:`max_at_k_advantages` computes at (n, k):
+  ``"loo_minus_one"`` is ``"loo_centered"`` at k = 1, and ``"loo"`` and
+  ``"loo_centered"`` are ``"none"`` at n = k (no leave-one-out estimate of k
+  samples from n − 1), applied in that order (n = k = 1 gives ``"none"``).
+  Shared by every transform that offers these baselines."""
+  if baseline == "loo_minus_one" and k == 1:
+    baseline = "loo_centered"
+  if baseline in ("loo", "loo_centered") and n == k:
+    baseline = "none"
+  return baseline
+
+
 def max_at_k_advantages(
   rewards: ArrayLike,
   k: int,
@@ -142,11 +155,7 @@ def max_at_k_advantages(
   valid = ragged.as_valid(where, rewards.shape)
   if valid is not None:
     return _max_at_k_advantages_ragged(rewards, valid, k, baseline)
-  kind = baseline
-  if kind == "loo_minus_one" and k == 1:
-    kind = "loo_centered"
-  if kind in ("loo", "loo_centered") and n == k:
-    kind = "none"
+  kind = reduced_baseline(baseline, n, k)
   # The coefficients are arguments of the compiled kernel, so another k at the
   # same shape reuses it; only which of them are all zero is static.
   coeffs = _transform_operands(n, k, "none" if kind == "mean_std" else kind, rewards.dtype)

@@ -61,6 +61,7 @@ from jax.typing import ArrayLike
 from jax.typing import DTypeLike
 import numpy as np
 
+from maxk._src import advantages
 from maxk._src import categorical
 from maxk._src import checks
 from maxk._src import metrics
@@ -461,11 +462,7 @@ def maj_at_k_advantages(
   """
   ids, values, n, k = _prepare(answer_ids, correct, k, tie)
   baseline = checks.check_option(baseline, "baseline", MAJ_BASELINES)
-  kind = baseline
-  if kind == "loo_minus_one" and k == 1:
-    kind = "loo_centered"
-  if kind in ("loo", "loo_centered") and n == k:
-    kind = "none"
+  kind = advantages.reduced_baseline(baseline, n, k)
   pmf = _binomial_pmf_table(n, k, values.dtype)
   scale = k / (n - 1) if kind == "loo" else k / n
   # "loo" and "loo_centered" differ only in the (traced) scale: one compiled program.

@@ -206,15 +206,6 @@ def _weight(p: jax.Array, a: jax.Array, groups: jax.Array, log_binomials: jax.Ar
 # ----------------------------------------------------------------------------
 
 
-def _kind(baseline: str, n: int, j: int) -> str:
-  """The transform :func:`maxk.max_at_k_advantages` uses for (n, j, baseline)."""
-  if baseline == "loo_minus_one" and j == 1:
-    baseline = "loo_centered"
-  if baseline in ("loo", "loo_centered") and n == j:
-    baseline = "none"
-  return baseline
-
-
 @functools.lru_cache(maxsize=64)
 def _stacked_tables(n: int, size: int, baseline: str) -> np.ndarray:
   """[size, 2, n + 1] float64: the pass@j advantages of binary groups, j = 1..size.
@@ -227,7 +218,7 @@ def _stacked_tables(n: int, size: int, baseline: str) -> np.ndarray:
   """
   out = np.zeros((size, 2, n + 1))
   for j in range(1, size + 1):
-    d, u, p = advantages.transform_coefficients(n, j, _kind(baseline, n, j))
+    d, u, p = advantages.transform_coefficients(n, j, advantages.reduced_baseline(baseline, n, j))
     u_tail = np.concatenate([[0.0], np.cumsum(u[::-1])])  # Σ of the last t of u
     p_tail = np.concatenate([[0.0], np.cumsum(p[:-1][::-1])])  # of p_1..p_{n−1}
     out[j - 1, 0, 1:] = d[-1] - p_tail[:n]

@@ -312,11 +312,7 @@ def selected_at_k_advantages(
   n = s.shape[-1]
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
   baseline = checks.check_option(baseline, "baseline", advantages.BASELINES)
-  kind = baseline
-  if kind == "loo_minus_one" and k == 1:
-    kind = "loo_centered"
-  if kind in ("loo", "loo_centered") and n == k:
-    kind = "none"
+  kind = advantages.reduced_baseline(baseline, n, k)
   coeffs = _operands(n, k, "none" if kind == "mean_std" else kind, s.dtype)
   loo_shift = k / n - k / (n - 1) if kind == "loo" else 0.0
   return _selected_at_k_advantages(s, r, coeffs, loo_shift, kind)
@@ -377,16 +373,22 @@ def _selected_at_k_advantages(
 # Exact values for a categorical policy
 
 
-def _prepare_exact(probs: ArrayLike, scores: ArrayLike, k: int) -> tuple[jax.Array, jax.Array, int]:
-  p = categorical.as_distribution(probs, "probs")
-  s = checks.as_float_array(scores, "scores")
+def _per_arm(x: ArrayLike, name: str, what: str, p: jax.Array) -> jax.Array:
+  """``x`` as a float array broadcast to ``p``'s shape, without NaN (eagerly)."""
+  arr = checks.as_float_array(x, name)
   try:
-    s = jnp.broadcast_to(s, p.shape)
+    arr = jnp.broadcast_to(arr, p.shape)
   except ValueError as e:
     raise ValueError(
-      f"scores shape {s.shape} must broadcast to probs shape {p.shape} (one score per arm)."
+      f"{name} shape {arr.shape} must broadcast to probs shape {p.shape} (one {what} per arm)."
     ) from e
-  categorical.check_not_nan(s, "scores")
+  categorical.check_not_nan(arr, name)
+  return arr
+
+
+def _prepare_exact(probs: ArrayLike, scores: ArrayLike, k: int) -> tuple[jax.Array, jax.Array, int]:
+  p = categorical.as_distribution(probs, "probs")
+  s = _per_arm(scores, "scores", "score", p)
   k = checks.check_int(k, "k", low=1, high=checks.MAX_SIZE)
   categorical.check_probabilities(p, "probs")
   return p, s, k
@@ -458,14 +460,7 @@ def selected_at_k_exact(
       row NaN.
   """
   p, s, k = _prepare_exact(probs, scores, k)
-  r = checks.as_float_array(rewards, "rewards")
-  try:
-    r = jnp.broadcast_to(r, p.shape)
-  except ValueError as e:
-    raise ValueError(
-      f"rewards shape {r.shape} must broadcast to probs shape {p.shape} (one reward per arm)."
-    ) from e
-  categorical.check_not_nan(r, "rewards")
+  r = _per_arm(rewards, "rewards", "reward", p)
   pmf = best_of_n.bon_pmf(p, s, k)
   return _expected_reward(categorical.normalize(p.astype(pmf.dtype)), pmf, r.astype(pmf.dtype))
 
