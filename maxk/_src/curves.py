@@ -151,14 +151,13 @@ def _gap_curve_operands(
   return sorted_kernels.operand(p, dtype), sorted_kernels.operand(gamma, dtype)
 
 
-@functools.lru_cache(maxsize=64)
-def _hypergeometric_tails(n: int, k: int) -> np.ndarray:
-  """T[c, i] = P(X >= i) for X ~ Hypergeometric(n, c, k), c = 0..n, i = 0..k (float64).
+def _tails(lf: np.ndarray, n: int, k: int) -> np.ndarray:
+  """T[c, i] = P(X >= i) for X ~ Hypergeometric(n, c, k), c = 0..n, i = 0..k (float64),
+  from the log-factorial table ``lf`` (of at least n + 1 entries).
 
-  P(X = j) = C(c, j) C(n−c, k−j)/C(n, k) from extended-precision log factorials;
-  the tails are sums of these non-negative terms (no cancellation), clipped to 1.
+  P(X = j) = C(c, j) C(n−c, k−j)/C(n, k); the tails are sums of these non-negative
+  terms (no cancellation), clipped to 1.
   """
-  lf = _log_factorial(n)
   c = np.arange(n + 1)[:, None]
   j = np.arange(k + 1)[None, :]
   log_pmf = (
@@ -168,6 +167,12 @@ def _hypergeometric_tails(n: int, k: int) -> np.ndarray:
     pmf = np.exp(log_pmf).astype(np.float64)
   tails = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]
   return np.minimum(tails, 1.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _hypergeometric_tails(n: int, k: int) -> np.ndarray:
+  """:func:`_tails` from extended-precision log factorials (~1e-15 relative)."""
+  return _tails(_log_factorial(n), n, k)
 
 
 @functools.lru_cache(maxsize=64)
@@ -198,22 +203,13 @@ def _ragged_operand(
   return np.asarray(table, np.dtype(dtype))
 
 
-def _tails64(lf: np.ndarray, m: int, k: int) -> np.ndarray:
-  """:func:`_hypergeometric_tails` (m, k) from a float64 log-factorial table ``lf``
-  (~1e-12 relative up to m = 4096: ample for a float32 result, and 10x faster to
-  build for every m of a ragged table than the extended-precision one)."""
-  c = np.arange(m + 1)[:, None]
-  j = np.arange(k + 1)[None, :]
-  log_pmf = _log_binom(lf, c, j) + _log_binom(lf, m - c, k - j) - (lf[m] - lf[k] - lf[m - k])
-  with np.errstate(under="ignore"):
-    pmf = np.exp(log_pmf)
-  return np.minimum(np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1], 1.0)
-
-
+# The ragged tables hold a row per group size m: built from float64 log factorials
+# (~1e-12 relative up to m = 4096, ample for a float32 result, and 10x faster to
+# build for every m than the extended-precision ones).
 @functools.lru_cache(maxsize=16)
 def _ragged_g_pass_operand(n: int, k: int, threshold: int, dtype: DTypeLike) -> np.ndarray:
   lf = _log_factorial(n).astype(np.float64)
-  return _ragged_operand(lambda m: _tails64(lf, m, k)[:, threshold], n, k, dtype)
+  return _ragged_operand(lambda m: _tails(lf, m, k)[:, threshold], n, k, dtype)
 
 
 @functools.lru_cache(maxsize=16)
@@ -221,7 +217,7 @@ def _ragged_mg_pass_operand(n: int, k: int, dtype: DTypeLike) -> np.ndarray:
   majority = (k + 1) // 2
   lf = _log_factorial(n).astype(np.float64)
   return _ragged_operand(
-    lambda m: 2.0 / k * np.sum(_tails64(lf, m, k)[:, majority + 1 :], axis=1), n, k, dtype
+    lambda m: 2.0 / k * np.sum(_tails(lf, m, k)[:, majority + 1 :], axis=1), n, k, dtype
   )
 
 
