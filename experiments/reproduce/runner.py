@@ -47,7 +47,7 @@ _WIDTH = 90  # Characters of a progress line shown.
 
 def _own_sources(root: str = ROOT) -> frozenset[str]:
   """File names of this repository's Python modules (experiments, notebooks, maxk)."""
-  names = set()
+  names: set[str] = set()
   for package in ("experiments", "notebooks", "maxk"):
     for _, _, files in os.walk(os.path.join(root, package)):
       names.update(f for f in files if f.endswith(".py"))
@@ -237,6 +237,70 @@ def _write_record(stage_dir: str, record: StageRecord) -> None:
   os.replace(path + ".tmp", path)
 
 
+def _finished(stage_dir: str, wanted: str) -> bool:
+  """Whether ``stage_dir`` holds finished outputs of the identity ``wanted``."""
+  record = read_record(stage_dir)
+  done = os.path.exists(os.path.join(stage_dir, DONE_FILE))
+  return done and record is not None and record.ok and record.identity == wanted
+
+
+def _prepare(stage: stages_lib.Stage, stage_dir: str, wanted: str) -> None:
+  """Empties ``stage_dir`` (keeping an LM stage started before with the same identity,
+  which resumes from its checkpoints) and records the identity started there."""
+  resumable = stage.name == "lm" and _read(os.path.join(stage_dir, _STARTED_FILE)) == wanted
+  if os.path.isdir(stage_dir) and not resumable:
+    shutil.rmtree(stage_dir)
+  os.makedirs(stage_dir, exist_ok=True)
+  if os.path.exists(os.path.join(stage_dir, RECORD_FILE)):
+    os.remove(os.path.join(stage_dir, RECORD_FILE))
+  with open(os.path.join(stage_dir, _STARTED_FILE), "w") as f:
+    f.write(wanted)
+
+
+def _execute(
+  stage: stages_lib.Stage,
+  stage_dir: str,
+  *,
+  cwd: str,
+  env: Mapping[str, str],
+  start: float,
+  timeout: float | None,
+) -> int | str:
+  """Runs the stage's command with its output in ``stage_dir/log.txt``; returns its exit
+  code, or "timeout" (see :func:`_wait`)."""
+  command = stage.command(stage_dir)
+  with open(os.path.join(stage_dir, "log.txt"), "w") as log:
+    log.write(f"$ {' '.join([*(f'{k}={v}' for k, v in stage.env), *command])}\n")
+    log.flush()
+    proc = subprocess.Popen(
+      command,
+      cwd=cwd,
+      env=dict(env),
+      stdin=subprocess.DEVNULL,
+      stdout=log,
+      stderr=subprocess.STDOUT,
+      # Its own process group, so that a kill reaches the kernels and workers it starts.
+      start_new_session=True,
+    )
+    try:
+      return _wait(proc, log.name, start, timeout)
+    finally:  # Interrupted (Ctrl-C reaches only this process's group): stop the stage too.
+      if proc.poll() is None:
+        _kill(proc)
+
+
+def _status(stage: stages_lib.Stage, stage_dir: str, code: int | str, timeout: float | None) -> str:
+  """ "ok", or "FAILED (...)" naming the exit code or the time limit, and the log."""
+  log_name = f"{stage.name}/log.txt"
+  if code == "timeout":
+    return f"FAILED (killed at --stage_timeout={timeout or 0:.0f} s; see {log_name})"
+  if code != 0:
+    return f"FAILED (exit code {code}; see {log_name})"
+  if not os.path.exists(os.path.join(stage_dir, DONE_FILE)):
+    return f"FAILED (exit code 0 but no {DONE_FILE}; see {log_name})"
+  return "ok"
+
+
 def run_stage(
   stage: stages_lib.Stage,
   out_dir: str,
@@ -257,50 +321,15 @@ def run_stage(
   """
   stage_dir = os.path.join(out_dir, stage.name)
   wanted = identity(stage, out_dir, env)
-  record = read_record(stage_dir)
-  done = os.path.exists(os.path.join(stage_dir, DONE_FILE))
-  if not force and done and record is not None and record.ok and record.identity == wanted:
+  if not force and _finished(stage_dir, wanted):
     return "reused", 0.0
-  resumable = stage.name == "lm" and _read(os.path.join(stage_dir, _STARTED_FILE)) == wanted
-  if os.path.isdir(stage_dir) and not resumable:
-    shutil.rmtree(stage_dir)
-  os.makedirs(stage_dir, exist_ok=True)
-  if os.path.exists(os.path.join(stage_dir, RECORD_FILE)):
-    os.remove(os.path.join(stage_dir, RECORD_FILE))
-  with open(os.path.join(stage_dir, _STARTED_FILE), "w") as f:
-    f.write(wanted)
+  _prepare(stage, stage_dir, wanted)
   start = time.time()
-  command = stage.command(stage_dir)
-  with open(os.path.join(stage_dir, "log.txt"), "w") as log:
-    log.write(f"$ {' '.join([*(f'{k}={v}' for k, v in stage.env), *command])}\n")
-    log.flush()
-    proc = subprocess.Popen(
-      command,
-      cwd=cwd,
-      env=dict(env),
-      stdin=subprocess.DEVNULL,
-      stdout=log,
-      stderr=subprocess.STDOUT,
-      # Its own process group, so that a kill reaches the kernels and workers it starts.
-      start_new_session=True,
-    )
-    try:
-      code = _wait(proc, log.name, start, timeout)
-    finally:  # Interrupted (Ctrl-C reaches only this process's group): stop the stage too.
-      if proc.poll() is None:
-        _kill(proc)
+  code = _execute(stage, stage_dir, cwd=cwd, env=env, start=start, timeout=timeout)
   seconds = time.time() - start
   if sys.stdout.isatty():
     sys.stdout.write("\r" + " " * 110 + "\r")
-  log_name = f"{stage.name}/log.txt"
-  if code == "timeout":
-    status = f"FAILED (killed at --stage_timeout={timeout:.0f} s; see {log_name})"
-  elif code != 0:
-    status = f"FAILED (exit code {code}; see {log_name})"
-  elif not os.path.exists(os.path.join(stage_dir, DONE_FILE)):
-    status = f"FAILED (exit code 0 but no {DONE_FILE}; see {log_name})"
-  else:
-    status = "ok"
+  status = _status(stage, stage_dir, code, timeout)
   _write_record(
     stage_dir, StageRecord(wanted, stage.shown_command(stage.name), stage.smoke, status)
   )

@@ -1,4 +1,8 @@
-"""The key tables of each finished stage, as markdown, for the index page."""
+"""The key tables of each finished stage, computed for the index page.
+
+Each table is a :class:`Table` of display strings (numbers already formatted by
+:func:`format_number`); ``index_markdown`` and ``index_html`` render it.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,23 @@ import csv
 import json
 import math
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
-Table = tuple[str, str]  # (one-line explanation, markdown table)
+
+class Table(NamedTuple):
+  """One table of the page: a one-line explanation above its cells.
+
+  A table that could not be built has only its title (a note naming the error) and
+  no header or rows.
+  """
+
+  title: str
+  header: tuple[str, ...] = ()
+  rows: tuple[tuple[str, ...], ...] = ()
 
 
 def read_csv(path: str) -> list[dict[str, str]]:
+  """The rows of the CSV file at ``path``, as dicts by column name."""
   with open(path, newline="") as f:
     return list(csv.DictReader(f))
 
@@ -36,10 +51,10 @@ def format_number(x: Any, digits: int = 4) -> str:
   return f"{v:.{digits}g}"
 
 
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-  lines += ["| " + " | ".join(format_number(c) for c in row) + " |" for row in rows]
-  return "\n".join(lines)
+def make_table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+  """A :class:`Table` of ``rows`` under ``header``, each cell by :func:`format_number`."""
+  cells = tuple(tuple(format_number(c) for c in row) for row in rows)
+  return Table(title, tuple(header), cells)
 
 
 _OBJECTIVE_TITLES = {
@@ -64,7 +79,7 @@ def variance_table(
   ks = sorted({int(r["k"]) for r in rows})
   ns = sorted({int(r["n"]) for r in rows})
   k = max([kk for kk in ks if 1 < kk <= min(ns)] or [kk for kk in ks if 1 < kk < max(ns)] or ks)
-  table = []
+  table: list[list[Any]] = []
   for estimator in dict.fromkeys(r["estimator"] for r in rows):
     mine = [r for r in rows if r["estimator"] == estimator]
     cells = {int(r["n"]): r["variance"] for r in mine if int(r["k"]) == k}
@@ -77,7 +92,7 @@ def variance_table(
     f"Gradient variance{target} of each estimator vs n, {policy} policy{setting}, k={k}; "
     "max |bias_z| (bias in standard errors over every k) > 3 flags a biased estimator."
   )
-  return title, markdown_table(header, table)
+  return make_table(title, header, table)
 
 
 def variance_check_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
@@ -100,7 +115,7 @@ def variance_check_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
     "difference in standard errors added in quadrature) is within about +-3 for unbiased "
     "variance estimators."
   )
-  return title, markdown_table(header, table)
+  return make_table(title, header, table)
 
 
 def training_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
@@ -118,7 +133,7 @@ def training_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
     table.append(list(key) + [cells.get(k, "") for k in k_evals])
   header = ["bandit", "estimator", "k_opt schedule"] + [f"max@{k}" for k in k_evals]
   title = "Exact max@k of the trained policy (mean over seeds) at each k_eval."
-  return title, markdown_table(header, table)
+  return make_table(title, header, table)
 
 
 def _with_interval(row: Mapping[str, str], metric: str) -> str:
@@ -154,7 +169,7 @@ def lm_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
     f"Small LM: pass@k and max@k on held-out problems{seed_note}, after SFT (base) and "
     "after RL, with 95% intervals over problems."
   )
-  return title, markdown_table(header, table)
+  return make_table(title, header, table)
 
 
 _BEST_OF_N_COLUMNS = (
@@ -177,7 +192,7 @@ def best_of_n_table(summary: Mapping[str, Any]) -> Table | None:
     "Best-of-n per reference (summary.json): exact KL and the formula log n - (n-1)/n "
     "at the largest n, the formula's worst overshoot, d_n's worst error (nats)."
   )
-  return title, markdown_table(["reference", *_BEST_OF_N_COLUMNS], table)
+  return make_table(title, ["reference", *_BEST_OF_N_COLUMNS], table)
 
 
 def stage_tables(out_dir: str, stage: str) -> list[Table]:
@@ -188,7 +203,7 @@ def stage_tables(out_dir: str, stage: str) -> list[Table]:
   """
   stage_dir = os.path.join(out_dir, stage)
   path = os.path.join(stage_dir, "results.csv")
-  tables = []
+  tables: list[Table | None] = []
   try:
     if stage == "best_of_n":
       summary_path = os.path.join(stage_dir, "summary.json")
@@ -207,5 +222,5 @@ def stage_tables(out_dir: str, stage: str) -> list[Table]:
     elif stage == "lm" and os.path.exists(path):
       tables.append(lm_table(read_csv(path)))
   except (KeyError, ValueError, TypeError) as e:
-    tables.append((f"(table unavailable: {type(e).__name__}: {e})", ""))
+    tables.append(Table(f"(table unavailable: {type(e).__name__}: {e})"))
   return [t for t in tables if t]

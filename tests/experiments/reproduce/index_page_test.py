@@ -1,11 +1,16 @@
-"""The index page: the LM table and the notebooks' figures with their captions."""
+"""The index page: its content computed once, the LM table and the notebooks' figures with
+their captions, rendered as Markdown and HTML."""
 
 import csv
 import os
 
 import nbformat
 
+from experiments.reproduce import index_html
+from experiments.reproduce import index_markdown
 from experiments.reproduce import index_page
+from experiments.reproduce import page as page_lib
+from experiments.reproduce import tables
 from notebooks import execute
 from tests.experiments.reproduce import csv_files
 
@@ -47,10 +52,38 @@ def test_index_tables_and_notebook_figures(tmp_path):
 
 
 def test_inline_code_becomes_html_code():
-  assert index_page.inline_html("Run `a < b` then `c`.") == (
+  assert index_html.inline_html("Run `a < b` then `c`.") == (
     "Run <code>a &lt; b</code> then <code>c</code>."
   )
-  assert index_page.inline_html("one ` backtick & more") == "one ` backtick &amp; more"
+  assert index_html.inline_html("one ` backtick & more") == "one ` backtick &amp; more"
+
+
+def test_one_page_model_rendered_as_markdown_and_as_html(tmp_path):
+  header = ["bandit", "estimator", "schedule", "k_eval", "final_max_at_k_mean"]
+  rows = [["easy", "a<b", "1", 1, 0.5]]
+  csv_files.write_csv(tmp_path / "bandit_training" / "results.csv", header, rows)
+  failed = csv_files.shown_stage("lm", "FAILED (exit code 2; see lm/log.txt)")
+  stages = [csv_files.shown_stage("bandit_training", smoke=False), failed]
+  page = page_lib.build_page(
+    str(tmp_path), stages, skipped=["notebooks"], total_seconds=3.4, when="2026-01-02 03:04"
+  )
+  training, lm = page.sections
+  (table,) = training.tables
+  assert table.header == ("bandit", "estimator", "k_opt schedule", "max@1")
+  assert table.rows == (("easy", "a<b", "1", "0.5"),)
+  assert training.notes == () and training.figures == ()
+  assert lm.tables == () and [note.kind for note in lm.notes] == ["failed", "smoke"]
+  assert page.skipped == ("notebooks",)
+  md, html = index_markdown.render(page), index_html.render(page)
+  for text in (md, html):
+    assert "on 2026-01-02 03:04 in 3 s. 1 of 2 stages ran at SMOKE sizes" in text
+  assert "| easy | a<b | 1 | 0.5 |" in md
+  assert "<tr><td>easy</td><td>a&lt;b</td><td>1</td><td>0.5</td></tr>" in html
+  assert "| notebooks | skipped | | | |" in md
+  assert "<tr><td>notebooks</td><td>skipped</td>" in html
+  # A table that could not be built is its title alone, in both renderings.
+  note = tables.Table("(table unavailable: KeyError: 'method')")
+  assert index_markdown.table(note) == "" and index_html.table(note) == ""
 
 
 def test_html_page_lists_every_figure_in_its_contents_under_a_grid(tmp_path):

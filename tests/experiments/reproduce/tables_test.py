@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from experiments.reproduce import index_markdown
 from experiments.reproduce import index_page
 from experiments.reproduce import tables
 from tests.experiments.reproduce import csv_files
@@ -59,12 +60,19 @@ def test_bandit_variance_tables_per_objective_and_variance_check(tmp_path):
   check = [["gaussian", "pass_at_k", 8, 4, 0.0166, 0.004, 0.0175, 0.0033, 0.26]]
   csv_files.write_csv(tmp_path / "bandit_variance" / "variance_check.csv", check_header, check)
   found = tables.stage_tables(str(tmp_path), "bandit_variance")
-  titles = [title for title, _ in found]
+  titles = [t.title for t in found]
+  found_md = [index_markdown.table(t) for t in found]
   assert len(found) == 4, titles  # max@k (categorical), min, maxrl, the check; no top_m rows.
   assert "of min@k" in titles[1] and "MaxRL" in titles[2] and "maxk.max_at_k_variance" in titles[3]
-  assert "| none | 1.5 | 0.1 |" in found[0][1]  # Only the max@k row in the max@k table.
-  assert "| loo | 0.25 | 2 |" in found[1][1] and "loo" not in found[2][1]
-  assert "| gaussian | pass_at_k | 8 | 4 | 0.0166 | 0.004 | 0.0175 | 0.0033 | 0.26 |" in found[3][1]
+  assert "| none | 1.5 | 0.1 |" in found_md[0]  # Only the max@k row in the max@k table.
+  assert "| loo | 0.25 | 2 |" in found_md[1] and "loo" not in found_md[2]
+  assert "| gaussian | pass_at_k | 8 | 4 | 0.0166 | 0.004 | 0.0175 | 0.0033 | 0.26 |" in found_md[3]
+
+
+def _markdown(table):
+  """(title, Markdown table) of a computed table."""
+  assert table is not None
+  return table.title, index_markdown.table(table)
 
 
 def test_lm_table_shows_intervals_and_seeds():
@@ -74,9 +82,9 @@ def test_lm_table_shows_intervals_and_seeds():
     | {"pass_at_k_hi": "0.375", "max_at_k_lo": "nan", "max_at_k_hi": "nan"},
     {**base, "k_eval": "1", "seed": "1", "pass_at_k": "0.5"},  # An older file: no bounds.
   ]
-  title, table = tables.lm_table(rows)
+  title, table = _markdown(tables.lm_table(rows))
   assert "| stage | method | k_opt | seed | pass@1 | max@1 |" in table
   assert "| base | base |  | 0 | 0.25 [0.125, 0.375] | 0.5 |" in table
   assert "| base | base |  | 1 | 0.5 | 0.5 |" in table
-  title, table = tables.lm_table(rows[:1])
+  title, table = _markdown(tables.lm_table(rows[:1]))
   assert "seed 0" in title and "| seed |" not in table
