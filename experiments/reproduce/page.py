@@ -104,6 +104,7 @@ def _section(out_dir: str, stage: ShownStage) -> Section:
 
 
 def _intro(stages: Sequence[ShownStage], total_seconds: float, when: str) -> str:
+  """The paragraph under the title: when and how long, how many stages ran at smoke sizes."""
   num_smoke = sum(stage.smoke for stage in stages)
   smoke_note = (
     f" {num_smoke} of {len(stages)} stages ran at SMOKE sizes (marked): not the headline numbers."
