@@ -150,12 +150,13 @@ class Program:
       raise ValueError(f"max_coef={self.max_coef} gives keys beyond int64.")
 
   @property
-  def _input_width(self) -> int:
+  def input_width(self) -> int:
+    """Digits of a shown input (zero-padded to the width of ``max_input``)."""
     return len(str(self.max_input))
 
   @property
   def prompt_len(self) -> int:
-    return self.num_examples * (self._input_width + 1 + self.value_digits + 1)
+    return self.num_examples * (self.input_width + 1 + self.value_digits + 1)
 
   @property
   def _canonical_len(self) -> int:
@@ -199,7 +200,7 @@ class Program:
   def example(self, problem: np.ndarray) -> base.Example:
     row = [int(v) for v in problem]
     coefs, inputs = row[: self.degree + 1], row[self.degree + 1 :]
-    wx, wy = self._input_width, self.value_digits
+    wx, wy = self.input_width, self.value_digits
     shown = [f"{x:0{wx}d}>{_polynomial(coefs, x):0{wy}d}" for x in inputs]
     return base.Example(prompt=",".join(shown) + "=", solution=render_polynomial(coefs))
 
@@ -280,7 +281,7 @@ def _polynomial(coefs: Sequence[int], x: int) -> int:
 @functools.lru_cache(maxsize=4096)
 def _program_function(task: Program, prompt: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
   """Recovers f from the shown examples by exact interpolation (see Program.function)."""
-  wx, wy = task._input_width, task.value_digits  # pylint: disable=protected-access
+  wx, wy = task.input_width, task.value_digits
   if len(prompt) != task.prompt_len or not prompt.endswith("="):
     raise base.bad_prompt(prompt, task.name, f"expected {task.prompt_len} characters ending in '='")
   points = []
