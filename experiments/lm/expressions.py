@@ -60,60 +60,66 @@ def parse(text: str, *, variable: bool = False) -> Expression:
     ValueError: if ``text`` is not a well-formed expression (or uses ``x`` when
       ``variable`` is False).
   """
-  pos = 0
-  numbers: list[int] = []
-
-  def peek() -> str:
-    return text[pos] if pos < len(text) else ""
-
-  def atom() -> tuple:
-    nonlocal pos
-    if peek() == "(":
-      pos += 1
-      tree = expr()
-      if peek() != ")":
-        raise _ParseError("missing ')'")
-      pos += 1
-      return tree
-    if peek() == "x":
-      if not variable:
-        raise _ParseError(f"unexpected 'x' at {pos}")
-      pos += 1
-      return ("x",)
-    start = pos
-    while peek().isdigit():
-      pos += 1
-    if start == pos:
-      raise _ParseError(f"expected a number at {start}")
-    if pos - start > 4:
-      raise _ParseError("number too long")
-    numbers.append(int(text[start:pos]))
-    return ("num", numbers[-1])
-
-  def term() -> tuple:
-    nonlocal pos
-    tree = atom()
-    while peek() == "*":
-      pos += 1
-      tree = ("*", tree, atom())
-    return tree
-
-  def expr() -> tuple:
-    nonlocal pos
-    tree = term()
-    while peek() in ("+", "-"):
-      op = peek()
-      pos += 1
-      tree = (op, tree, term())
-    return tree
-
+  parser = _Parser(text, variable)
   try:
-    tree = expr()
-    if pos != len(text):
-      raise _ParseError(f"unexpected {peek()!r} at {pos}")
+    tree = parser.expr()
+    if parser.pos != len(text):
+      raise _ParseError(f"unexpected {parser.peek()!r} at {parser.pos}")
   except (_ParseError, RecursionError) as e:
     raise ValueError(f"Malformed expression {text!r}: {e}") from None
-  return Expression(tree, tuple(numbers))
+  return Expression(tree, tuple(parser.numbers))
+
+
+class _Parser:
+  """Recursive descent over ``text`` (the grammar of :func:`parse`) from ``pos``;
+  ``numbers`` collects the literals in order of appearance."""
+
+  def __init__(self, text: str, variable: bool) -> None:
+    self.text = text
+    self.variable = variable
+    self.pos = 0
+    self.numbers: list[int] = []
+
+  def peek(self) -> str:
+    return self.text[self.pos] if self.pos < len(self.text) else ""
+
+  def expr(self) -> tuple:
+    tree = self.term()
+    while self.peek() in ("+", "-"):
+      op = self.peek()
+      self.pos += 1
+      tree = (op, tree, self.term())
+    return tree
+
+  def term(self) -> tuple:
+    tree = self.atom()
+    while self.peek() == "*":
+      self.pos += 1
+      tree = ("*", tree, self.atom())
+    return tree
+
+  def atom(self) -> tuple:
+    if self.peek() == "(":
+      self.pos += 1
+      tree = self.expr()
+      if self.peek() != ")":
+        raise _ParseError("missing ')'")
+      self.pos += 1
+      return tree
+    if self.peek() == "x":
+      if not self.variable:
+        raise _ParseError(f"unexpected 'x' at {self.pos}")
+      self.pos += 1
+      return ("x",)
+    start = self.pos
+    while self.peek().isdigit():
+      self.pos += 1
+    if start == self.pos:
+      raise _ParseError(f"expected a number at {start}")
+    if self.pos - start > 4:
+      raise _ParseError("number too long")
+    self.numbers.append(int(self.text[start : self.pos]))
+    return ("num", self.numbers[-1])
 
 
 def parse_expression(text: str) -> tuple[int, list[int]]:

@@ -5,8 +5,8 @@ their own random stream) are excluded from every training batch *by key*
 (``tasks.draw_problems(..., exclude=keys)``): a training prompt that poses the
 same problem as an evaluation prompt in another form (countdown numbers
 reordered, addends swapped, the same hidden function shown on other inputs) is
-never drawn. Excluding exact prompt strings, as before, let the same problems
-through: 31/32 evaluation problems of the tiny config appeared in SFT batches.
+never drawn. Excluding exact prompt strings instead would let the same problems
+through in another form.
 
 Training data are a deterministic function of (seed, stage, step): SFT step s
 draws ``sft.batch_size`` problems from ``sft_rng(seed, s)`` and RL step s draws
@@ -20,7 +20,7 @@ Excluding keys keeps the very problems out, not their neighbours: when training
 covers most of a small problem universe, most evaluation problems differ from some
 training problem in one component only (countdown: the same target and all numbers
 but one). ``split.json`` counts them (``near_eval_problems``, ``near_eval_share``,
-``near_definition``; ``tasks.Task.near_signatures`` says what is near) so that a
+``near_definition``; the task's ``near_signatures`` say what is near) so that a
 held-out score can be read as what it is: generalisation to new problems or to
 neighbours of seen ones.
 """
@@ -39,21 +39,6 @@ from experiments.lm import tasks as tasks_lib
 
 SFT_STREAM, RL_STREAM = 0, 2
 SPLIT_FILE = "split.json"
-
-# What makes two prompts the same problem, per task (recorded in split.json).
-KEY_DESCRIPTIONS = {
-  "countdown": "the multiset of numbers and the target (any order of the numbers)",
-  "addition": "the unordered pair of addends (a+b and b+a are one problem)",
-  "program": "the hidden function (the same function shown on other inputs is one problem)",
-}
-
-
-# When two distinct problems are near (differ in one component), per task.
-NEAR_DESCRIPTIONS = {
-  "countdown": "the same target and all numbers but one (num_numbers - 1 numbers in common)",
-  "addition": "one addend in common (a+b and a+c)",
-  "program": "hidden functions equal in all coefficients but one (3*x+20 and 3*x+7)",
-}
 
 
 def sft_rng(seed: int, step: int) -> np.random.Generator:
@@ -106,7 +91,7 @@ def _distinct(keys: np.ndarray) -> np.ndarray:
 def overlap(train_keys: np.ndarray, eval_keys: np.ndarray) -> int:
   """The number of distinct training problems that share a key with an eval problem."""
   eval_keys = _distinct(eval_keys)
-  shared = tasks_lib._contains(_distinct(train_keys), eval_keys)  # pylint: disable=protected-access
+  shared = tasks_lib.contains(_distinct(train_keys), eval_keys)
   return int(shared.sum())
 
 
@@ -133,7 +118,7 @@ def near_eval_problems(
   eval_signatures = task.near_signatures(eval_keys)
   index = np.minimum(np.searchsorted(values, eval_signatures), values.size - 1)
   hits = np.where(values[index] == eval_signatures, counts[index], 0)
-  itself = tasks_lib._contains(train, eval_keys).astype(np.int64)  # pylint: disable=protected-access
+  itself = tasks_lib.contains(train, eval_keys).astype(np.int64)
   return np.any(hits - itself[:, None] > 0, axis=1)
 
 
@@ -142,14 +127,16 @@ def make_split(
 ) -> dict[str, Any]:
   """The JSON-ready record of a run's split (see the module docstring).
 
-  Fields: ``task`` and its ``key`` (what makes two prompts one problem),
+  Fields: ``task`` and its ``key`` (``task.key_description``: what makes two
+  prompts one problem),
   ``eval_problems`` (readable keys, in evaluation order), the number of SFT and RL
   draws and of distinct problems among them (``distinct_training_problems``: SFT and
   RL together), and ``overlap``: distinct training problems with an evaluation key.
   It is 0 by construction; the record lets anyone check it. ``near_eval_problems``
   counts the evaluation problems with a near training problem (SFT or RL; see
   ``near_eval_problems``), ``near_eval_share`` is their share of the evaluation
-  problems and ``near_definition`` says what near means for the task.
+  problems and ``near_definition`` (``task.near_description``) says what near means
+  for the task.
 
   Raises:
     ValueError: if ``eval_keys`` repeats a key.
@@ -162,7 +149,7 @@ def make_split(
   near = near_eval_problems(task, both, eval_keys)
   return {
     "task": task.name,
-    "key": KEY_DESCRIPTIONS.get(task.name, "see experiments/lm/tasks.py"),
+    "key": task.key_description,
     "num_eval_problems": int(eval_keys.size),
     "eval_problems": [task.key_text(int(k)) for k in eval_keys],
     "sft_draws": int(sft.size),
@@ -173,7 +160,7 @@ def make_split(
     "overlap": overlap(both, eval_keys),
     "near_eval_problems": int(near.sum()),
     "near_eval_share": float(near.mean()) if near.size else 0.0,
-    "near_definition": NEAR_DESCRIPTIONS.get(task.name, "see experiments/lm/tasks.py"),
+    "near_definition": task.near_description,
   }
 
 

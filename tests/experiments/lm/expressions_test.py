@@ -51,3 +51,8 @@ def test_interpreter_refuses_missing_x_and_never_executes():
   for text in ("__import__('os')", "x**2", "x/2", "xx", "2x", "abs(x)"):
     with pytest.raises(ValueError, match="Malformed"):
       expressions.parse(text, variable=True)
+
+
+def test_nesting_beyond_the_recursion_limit_is_malformed():
+  with pytest.raises(ValueError, match="Malformed"):
+    expressions.parse_expression("(" * 2000 + "1" + ")" * 2000)

@@ -78,7 +78,7 @@ def test_split_replays_the_sft_batches_and_rl_prompts():
   batch = config.sft.batch_size
   for step in range(1, config.sft.steps + 1):
     tokens, _ = sft.make_batch(task, splits.sft_rng(config.seed, step), batch, exclude)
-    prompts = [tasks.decode_prompt(row[: 1 + task.prompt_len]) for row in tokens]
+    prompts = [tasks.decode_completion(row[1 : 1 + task.prompt_len]) for row in tokens]
     keys = [task.prompt_key(p) for p in prompts]
     assert keys == sft_keys[(step - 1) * batch : step * batch].tolist()
   per_step = config.rl.prompts_per_step
@@ -146,5 +146,5 @@ def test_make_split_counts_near_problems():
   near = [bool(set(task.key_text(int(k)).split("+")) & set().union(*train)) for k in eval_keys]
   assert split["near_eval_problems"] == sum(near)
   assert split["near_eval_share"] == pytest.approx(sum(near) / len(near))
-  assert split["near_definition"] == splits.NEAR_DESCRIPTIONS["addition"]
+  assert split["near_definition"] == "one addend in common (a+b and a+c)"
   assert 0 < sum(near) < len(near)  # The count is informative on this config.

@@ -7,6 +7,7 @@ import pytest
 
 from experiments.lm import expressions
 from experiments.lm import tasks
+from experiments.lm.tasks import program as program_task
 
 
 def test_encode_decode_round_trip():
@@ -281,7 +282,7 @@ def test_program_keys_name_the_function_not_the_inputs():
   ],
 )
 def test_canonical_solutions(coefs, text):
-  assert tasks._render_polynomial(coefs) == text  # pylint: disable=protected-access
+  assert program_task.render_polynomial(coefs) == text
   program = expressions.parse(text, variable=True)
   for x in range(6):
     assert program(x) == sum(c * x**j for j, c in enumerate(coefs))
@@ -398,7 +399,7 @@ def test_score_batch_and_encodings():
   np.testing.assert_allclose(continuous, [[1.0], [0.0]])
   ids = tasks.encode_prompts(prompts)
   assert ids.shape == (2, 9) and (ids[:, 0] == tasks.BOS_ID).all()
-  assert tasks.decode_prompt(ids[0]) == prompts[0]
+  assert tasks.decode_completion(ids[0, 1:]) == prompts[0]
   with pytest.raises(ValueError, match="tokens > length"):
     tasks.encode_completions(["01329"], ADDITION.completion_len)
   with pytest.raises(ValueError, match="share one length"):
