@@ -19,7 +19,7 @@ References: PKPO, arXiv 2505.15201 (Sec. 5, Fig. 3); max@k, arXiv 2510.23393 (Ap
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import math
 from typing import Any
 
@@ -90,38 +90,25 @@ def train(
   """
   est = estimators_lib.get(estimator)
   segments = schedule.segments(num_steps)
-  if n < 2:
-    raise ValueError(f"n={n} must satisfy n >= 2.")
-  if schedule.max_k > n:
-    raise ValueError(
-      f"schedule={schedule.spec!r}: k={schedule.max_k} must satisfy 1 <= k <= n={n}."
-    )
-  if num_seeds < 1:
-    raise ValueError(f"num_seeds={num_seeds} must satisfy num_seeds >= 1.")
-  if inner_steps < 1:
-    raise ValueError(f"inner_steps={inner_steps} must satisfy inner_steps >= 1.")
-  if not (math.isfinite(learning_rate) and learning_rate > 0):
-    raise ValueError(f"learning_rate={learning_rate} must be finite and > 0.")
-  if not math.isfinite(pass_threshold):
-    raise ValueError(f"pass_threshold={pass_threshold} must be finite.")
-  k_evals = tuple(int(k) for k in k_evals)
-  if not k_evals or min(k_evals) < 1:
-    raise ValueError(f"k_evals={list(k_evals)} must be non-empty with every k >= 1.")
+  k_evals = _checked_k_evals(
+    schedule,
+    n=n,
+    num_seeds=num_seeds,
+    k_evals=k_evals,
+    pass_threshold=pass_threshold,
+    learning_rate=learning_rate,
+    inner_steps=inner_steps,
+  )
   opt = make_optimizer(optimizer, learning_rate)
-
-  def step(carry, _, *, k):
-    params, opt_state, key = carry
-    key, sample_key = jax.random.split(key)
-    y = policy.sample(params, sample_key, n)
-    rewards = policy.reward(y)
-    logp_sampling = policy.log_prob(params, y)
-    for _ in range(inner_steps):
-      log_ratio = policy.log_prob(params, y) - logp_sampling
-      a = est(rewards, k, log_ratio=log_ratio, pass_threshold=pass_threshold)
-      ascent = (a @ policy.score(params, y)).reshape(jnp.shape(params))
-      updates, opt_state = opt.update(-ascent, opt_state, params)
-      params = optax.apply_updates(params, updates)
-    return (params, opt_state, key), evaluate(policy, params, k_evals, pass_threshold)
+  step = _step_function(
+    policy,
+    est,
+    opt,
+    n=n,
+    inner_steps=inner_steps,
+    k_evals=k_evals,
+    pass_threshold=pass_threshold,
+  )
 
   def one_seed(key):
     params = jnp.asarray(init_params, jnp.float32)
@@ -143,6 +130,67 @@ def train(
   max_k, pass_k = run(key)
   k_opt = np.concatenate([np.full(steps, k) for k, steps in segments])
   return {"max_at_k": np.asarray(max_k), "pass_at_k": np.asarray(pass_k), "k_opt": k_opt}
+
+
+def _checked_k_evals(
+  schedule: schedules.Schedule,
+  *,
+  n: int,
+  num_seeds: int,
+  k_evals: Sequence[int],
+  pass_threshold: float,
+  learning_rate: float,
+  inner_steps: int,
+) -> tuple[int, ...]:
+  """Checks :func:`train`'s options; returns ``k_evals`` as a tuple of ints."""
+  if n < 2:
+    raise ValueError(f"n={n} must satisfy n >= 2.")
+  if schedule.max_k > n:
+    raise ValueError(
+      f"schedule={schedule.spec!r}: k={schedule.max_k} must satisfy 1 <= k <= n={n}."
+    )
+  if num_seeds < 1:
+    raise ValueError(f"num_seeds={num_seeds} must satisfy num_seeds >= 1.")
+  if inner_steps < 1:
+    raise ValueError(f"inner_steps={inner_steps} must satisfy inner_steps >= 1.")
+  if not (math.isfinite(learning_rate) and learning_rate > 0):
+    raise ValueError(f"learning_rate={learning_rate} must be finite and > 0.")
+  if not math.isfinite(pass_threshold):
+    raise ValueError(f"pass_threshold={pass_threshold} must be finite.")
+  checked = tuple(int(k) for k in k_evals)
+  if not checked or min(checked) < 1:
+    raise ValueError(f"k_evals={list(checked)} must be non-empty with every k >= 1.")
+  return checked
+
+
+def _step_function(
+  policy: Any,
+  est: Callable[..., jax.Array],
+  opt: optax.GradientTransformation,
+  *,
+  n: int,
+  inner_steps: int,
+  k_evals: Sequence[int],
+  pass_threshold: float,
+) -> Callable[..., Any]:
+  """One training step ``step(carry, _, *, k)`` for ``lax.scan``: draw a group of ``n``,
+  take ``inner_steps`` optimiser steps, return the new carry and the exact metrics."""
+
+  def step(carry: Any, _: Any, *, k: int) -> tuple[Any, tuple[jax.Array, jax.Array]]:
+    params, opt_state, key = carry
+    key, sample_key = jax.random.split(key)
+    y = policy.sample(params, sample_key, n)
+    rewards = policy.reward(y)
+    logp_sampling = policy.log_prob(params, y)
+    for _ in range(inner_steps):
+      log_ratio = policy.log_prob(params, y) - logp_sampling
+      a = est(rewards, k, log_ratio=log_ratio, pass_threshold=pass_threshold)
+      ascent = (a @ policy.score(params, y)).reshape(jnp.shape(params))
+      updates, opt_state = opt.update(-ascent, opt_state, params)
+      params = optax.apply_updates(params, updates)
+    return (params, opt_state, key), evaluate(policy, params, k_evals, pass_threshold)
+
+  return step
 
 
 def summarize(

@@ -1,5 +1,5 @@
 """The main job: reproduces every CPU-feasible headline figure and table into one folder.
 
-``python -m experiments.reproduce --out_dir=DIR`` (see ``main``) runs the stages of
+``python -m experiments.reproduce --workdir=DIR`` (see ``main``) runs the stages of
 ``stages`` and writes the index page of ``index_page`` (tables from ``tables``).
 """
