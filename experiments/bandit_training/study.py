@@ -200,7 +200,9 @@ def _write_curves(
     for (bandit, estimator, spec), run_curves in curves.items()
     for metric in ("max_at_k", "pass_at_k")
   }
-  np.savez_compressed(os.path.join(workdir, "curves.npz"), k_evals=np.array(k_evals), **arrays)
+  path = os.path.join(workdir, "curves.npz")
+  # numpy's stub reads **arrays as its allow_pickle option.
+  np.savez_compressed(path, k_evals=np.array(k_evals), **arrays)  # type: ignore[arg-type]
   for bandit in dict.fromkeys(b for b, _, _ in curves):
     labelled = [
       (f"{estimator} k={spec}" if spec != "n/a" else estimator, run_curves)
