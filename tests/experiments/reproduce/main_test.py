@@ -70,7 +70,7 @@ def test_smoke_run_writes_index_with_every_figure(smoke_run):
   for stage in ("best_of_n", "bandit_variance", "bandit_training"):
     assert (out / stage / "results.csv").exists() and (out / stage / "log.txt").exists()
     record = runner.read_record(str(out / stage))
-    assert record.ok and record.smoke and "--seed=1" in record.command
+    assert record.ok and record.smoke and "--config.seed=1" in record.command
     assert f"`{record.command}`" in index_md
   # Figures at a legible size: at least 1000 px wide (PNG header: width at bytes 16-20).
   for png in pngs:
