@@ -1,6 +1,6 @@
 """Writing an experiment's outputs: ``config.json``, ``results.csv`` and figures.
 
-Every binary writes its full flag configuration next to its results so that a
+Every binary writes its full configuration next to its results so that a
 result folder is self-describing and the run can be repeated exactly. Every binary
 checks its output folder (:func:`out_dir_problem`) before it writes anything.
 """
@@ -16,6 +16,9 @@ from typing import Any
 
 from absl import app
 from absl import flags
+import ml_collections
+
+from experiments import config_checks
 
 
 def out_dir_problem(path: str | None) -> str | None:
@@ -67,17 +70,19 @@ def prepare_out_dir(out_dir: str, *, flag: str = "out_dir") -> str:
   """Creates ``out_dir`` (and parents) and returns its absolute path.
 
   Raises:
-    ValueError: naming ``--flag`` and the problem of :func:`out_dir_problem`;
-      nothing is created then.
+    experiments.config_checks.ConfigError: naming ``--flag`` and the problem of
+      :func:`out_dir_problem`; nothing is created then.
   """
   problem = out_dir_problem(out_dir)
   if problem is not None:
-    raise ValueError(f"--{flag}={out_dir!r}: {problem}")
+    raise config_checks.ConfigError(f"--{flag}={out_dir!r}: {problem}")
   out_dir = os.path.abspath(out_dir)
   try:
     os.makedirs(out_dir, exist_ok=True)
   except OSError as e:  # E.g. permissions that os.access does not see (NFS), a full disk.
-    raise ValueError(f"--{flag}={out_dir!r}: cannot be created ({e.strerror}).") from None
+    raise config_checks.ConfigError(
+      f"--{flag}={out_dir!r}: cannot be created ({e.strerror})."
+    ) from None
   return out_dir
 
 
@@ -140,20 +145,38 @@ def binary_name() -> str:
   return spec.name.removesuffix(".__main__")
 
 
-def start_run(argv: Sequence[str], out_dir: str) -> str:
-  """The common start of every binary's ``main``: rejects stray positional
-  arguments, creates ``out_dir`` and writes every flag value to its config.json.
+def start(workdir: str, config: ml_collections.ConfigDict) -> str:
+  """The start of a run: creates ``workdir`` and writes its ``config.json``.
 
-  An unusable ``--out_dir`` (see :func:`out_dir_problem`) ends the process with one
-  line naming the flag and exit code 1, before anything is written. (Binaries that
-  register :func:`register_out_dir_validator` refuse it earlier, while parsing flags.)
+  ``config.json`` holds every field of ``config`` (as ``config.to_dict()``) and the
+  absolute ``workdir``. Call it after the config is validated: it is the first write.
+
+  Returns:
+    The absolute ``workdir``.
+
+  Raises:
+    experiments.config_checks.ConfigError: when ``workdir`` cannot be a folder
+      (:func:`prepare_out_dir`); nothing is created then.
+  """
+  workdir = prepare_out_dir(workdir, flag="workdir")
+  write_config(workdir, {**config.to_dict(), "workdir": workdir})
+  return workdir
+
+
+def start_run(argv: Sequence[str], out_dir: str) -> str:
+  """The start of a flags-only binary's ``main`` (``experiments.reproduce``): rejects
+  stray positional arguments, creates ``out_dir`` and writes every flag value to its
+  config.json.
+
+  An unusable ``--workdir`` (see :func:`out_dir_problem`) ends the process with one
+  line naming the flag and exit code 1, before anything is written.
 
   Returns the absolute ``out_dir``.
   """
   if len(argv) > 1:
     raise app.UsageError(f"Too many command-line arguments: {list(argv[1:])}.")
   try:
-    out_dir = prepare_out_dir(out_dir)
+    out_dir = prepare_out_dir(out_dir, flag="workdir")
   except ValueError as e:
     raise SystemExit(f"{binary_name()}: {e}") from None
   write_config(out_dir, flag_values())

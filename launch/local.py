@@ -2,7 +2,7 @@ r"""Runs a sweep as parallel local processes and gathers the results into one ta
 
 Usage:
   python -m launch.local --binary=experiments.best_of_n \
-      --sweep=seed=0,1 --sweep=num_mc_draws=10,100 --sweep=n_max=100 \
+      --sweep=config.seed=0,1 --sweep=config.num_mc_draws=10,100 --sweep=config.n_max=100 \
       --out_root=out/sweep_bon --parallel=2
   python -m launch.local --sweep=launch/sweeps/bandit_training_k.json --out_root=out/k_sweep
 

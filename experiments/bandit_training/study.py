@@ -1,6 +1,7 @@
 """The bandit training study: every bandit x estimator x k_opt schedule, many seeds.
 
-Pure functions of explicit arguments; ``main.py`` maps its flags onto :func:`run`.
+:func:`run` takes the config of ``configs/default.py`` (checked by
+:func:`experiments.bandit_training.validation.validate`) and a workdir.
 
 References: PKPO, arXiv 2505.15201, Sec. 5 and Fig. 3.
 """
@@ -9,20 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import os
+import time
 from typing import Any
 
+from absl import logging
 import jax
+import ml_collections
 import numpy as np
 import tqdm
 
+from experiments import config_checks
 from experiments import estimators as estimators_lib
 from experiments import outputs
 from experiments import schedules
 from experiments.bandit_training import plotting
+from experiments.bandit_training import validation
 from experiments.bandits import policies
 from experiments.bandits import training
 
-BANDITS = ("easy", "hard", "gaussian")
+BANDITS = validation.BANDITS
+# (bandit name, policy, initial parameters) of one bandit.
+Bandit = tuple[str, Any, jax.Array]
+# The curves of one run by metric (see experiments.bandits.training.train).
+Curves = dict[str, np.ndarray]
 
 
 def make_bandit(
@@ -83,105 +93,128 @@ def make_runs(
 
 
 def run(
-  out_dir: str,
-  *,
-  bandits: Sequence[str],
-  estimators: Sequence[str],
-  k_schedules: Sequence[str],
-  n: int,
-  num_steps: int,
-  num_seeds: int,
-  k_evals: Sequence[int],
-  optimizer: str,
-  learning_rate: float,
-  gaussian_learning_rate: float,
-  inner_steps: int,
-  pass_threshold: float,
-  num_arms: int,
-  best_arm_prob: float,
-  decoy_reward: float,
-  theta0: float,
-  sigma: float,
-  seed: int,
-  show_progress: bool = True,
+  config: ml_collections.ConfigDict, workdir: str, *, show_progress: bool = True
 ) -> list[dict[str, Any]]:
-  """Trains every run and writes ``results.csv``, ``curves.npz`` and the figures.
+  """Validates ``config``, trains every run and writes the outputs into ``workdir``.
 
   Every run on a bandit uses the same seeds (``fold_in(key(seed), bandit index)``),
   so estimators and schedules are compared on paired draws. ``results.csv`` holds one
   row per bandit, estimator, schedule and k_eval (see
   :func:`experiments.bandits.training.summarize`); ``curves.npz`` every seed's curves,
   keyed ``<bandit>/<estimator>/<schedule>/<metric>``; ``curves_<bandit>.png`` the
-  figures. ``gaussian_learning_rate`` is the learning rate of the ``gaussian`` bandit,
-  ``learning_rate`` that of the categorical ones; the other arguments are those of
-  :func:`make_bandit`, :func:`make_runs` and :func:`experiments.bandits.training.train`.
+  figures; ``config.json`` the config. ``config.gaussian_learning_rate`` is the
+  learning rate of the ``gaussian`` bandit, ``config.learning_rate`` that of the
+  categorical ones.
 
   Returns:
     The result rows.
+
+  Raises:
+    experiments.config_checks.ConfigError: naming a bad field (or workdir), before
+      anything is written.
   """
-  k_evals = [int(k) for k in k_evals]
-  runs = make_runs(estimators, k_schedules, num_steps=num_steps, n=n)
-  made = [
+  validation.validate(config)
+  workdir = outputs.start(workdir, config)
+  start = time.time()
+  k_evals = config_checks.ints(config, "k_evals", low=1)
+  runs = make_runs(
+    config_checks.split(config.estimators),
+    config_checks.split(config.k_schedules),
+    num_steps=config.num_steps,
+    n=config.n,
+  )
+  bandits: list[Bandit] = [
     (
       name,
       *make_bandit(
         name,
-        num_arms=num_arms,
-        best_arm_prob=best_arm_prob,
-        decoy_reward=decoy_reward,
-        theta0=theta0,
-        sigma=sigma,
+        num_arms=config.num_arms,
+        best_arm_prob=config.best_arm_prob,
+        decoy_reward=config.decoy_reward,
+        theta0=config.theta0,
+        sigma=config.sigma,
       ),
     )
-    for name in bandits
+    for name in config_checks.split(config.bandits)
   ]
   rows: list[dict[str, Any]] = []
-  arrays: dict[str, np.ndarray] = {}
-  by_bandit: dict[str, list[tuple[str, dict[str, np.ndarray]]]] = {name: [] for name, _, _ in made}
-  jobs = [(b, bandit, one_run) for b, bandit in enumerate(made) for one_run in runs]
-  for b, (bandit, policy, init), (estimator, schedule) in tqdm.tqdm(
-    jobs, desc="runs", disable=not show_progress
-  ):
-    key = jax.random.fold_in(jax.random.key(seed), b)
-    lr = gaussian_learning_rate if bandit == "gaussian" else learning_rate
-    curves = training.train(
-      policy,
-      init,
-      key,
-      estimator=estimator,
-      schedule=schedule,
-      num_steps=num_steps,
-      n=n,
-      num_seeds=num_seeds,
-      k_evals=k_evals,
-      pass_threshold=pass_threshold,
-      optimizer=optimizer,
-      learning_rate=lr,
-      inner_steps=inner_steps,
-    )
-    labels = {
-      "bandit": bandit,
-      "estimator": estimator,
-      "schedule": schedule.spec,
-      "n": n,
-      "optimizer": optimizer,
-      "learning_rate": lr,
-    }
-    rows.extend(training.summarize(curves, labels=labels, k_evals=k_evals))
-    label = f"{estimator} k={schedule.spec}" if schedule.spec != "n/a" else estimator
-    by_bandit[bandit].append((label, curves))
-    for metric in ("max_at_k", "pass_at_k"):
-      arrays[f"{bandit}/{estimator}/{schedule.spec}/{metric}"] = curves[metric]
-  outputs.write_results_csv(out_dir, rows)
-  np.savez_compressed(os.path.join(out_dir, "curves.npz"), k_evals=np.array(k_evals), **arrays)
-  for bandit, labelled in by_bandit.items():
+  curves: dict[tuple[str, str, str], Curves] = {}
+  jobs = [(b, bandit, one_run) for b, bandit in enumerate(bandits) for one_run in runs]
+  for b, bandit, (estimator, schedule) in tqdm.tqdm(jobs, desc="runs", disable=not show_progress):
+    key = jax.random.fold_in(jax.random.key(config.seed), b)
+    run_rows, run_curves = _train(config, bandit, estimator, schedule, key, k_evals)
+    rows += run_rows
+    curves[(bandit[0], estimator, schedule.spec)] = run_curves
+  outputs.write_results_csv(workdir, rows)
+  _write_curves(config, workdir, curves, k_evals)
+  logging.info("Wrote %d rows to %s in %.1f s.", len(rows), workdir, time.time() - start)
+  return rows
+
+
+def _train(
+  config: ml_collections.ConfigDict,
+  bandit: Bandit,
+  estimator: str,
+  schedule: schedules.Schedule,
+  key: jax.Array,
+  k_evals: Sequence[int],
+) -> tuple[list[dict[str, Any]], Curves]:
+  """One run's result rows and curves (:func:`experiments.bandits.training.train`)."""
+  name, policy, init = bandit
+  lr = config.gaussian_learning_rate if name == "gaussian" else config.learning_rate
+  curves = training.train(
+    policy,
+    init,
+    key,
+    estimator=estimator,
+    schedule=schedule,
+    num_steps=config.num_steps,
+    n=config.n,
+    num_seeds=config.num_seeds,
+    k_evals=k_evals,
+    pass_threshold=config.pass_threshold,
+    optimizer=config.optimizer,
+    learning_rate=lr,
+    inner_steps=config.inner_steps,
+  )
+  labels = {
+    "bandit": name,
+    "estimator": estimator,
+    "schedule": schedule.spec,
+    "n": config.n,
+    "optimizer": config.optimizer,
+    "learning_rate": lr,
+  }
+  return training.summarize(curves, labels=labels, k_evals=k_evals), curves
+
+
+def _write_curves(
+  config: ml_collections.ConfigDict,
+  workdir: str,
+  curves: dict[tuple[str, str, str], Curves],
+  k_evals: Sequence[int],
+) -> None:
+  """``curves.npz`` and one ``curves_<bandit>.png`` per bandit."""
+  arrays = {
+    f"{bandit}/{estimator}/{spec}/{metric}": run_curves[metric]
+    for (bandit, estimator, spec), run_curves in curves.items()
+    for metric in ("max_at_k", "pass_at_k")
+  }
+  path = os.path.join(workdir, "curves.npz")
+  # numpy's stub reads **arrays as its allow_pickle option.
+  np.savez_compressed(path, k_evals=np.array(k_evals), **arrays)  # type: ignore[arg-type]
+  for bandit in dict.fromkeys(b for b, _, _ in curves):
+    labelled = [
+      (f"{estimator} k={spec}" if spec != "n/a" else estimator, run_curves)
+      for (b, estimator, spec), run_curves in curves.items()
+      if b == bandit
+    ]
     plotting.plot_curves(
       labelled,
       k_evals=k_evals,
-      path=os.path.join(out_dir, f"curves_{bandit}.png"),
+      path=os.path.join(workdir, f"curves_{bandit}.png"),
       title=(
-        f"{bandit}: exact max@k / pass@k (reward >= {pass_threshold}), "
-        f"n={n}, {num_seeds} seeds (mean, 10-90% band)"
+        f"{bandit}: exact max@k / pass@k (reward >= {config.pass_threshold}), "
+        f"n={config.n}, {config.num_seeds} seeds (mean, 10-90% band)"
       ),
     )
-  return rows

@@ -1,18 +1,19 @@
 """The bandit variance study: build the policies, run every cell, write the outputs.
 
-Pure functions of explicit arguments; ``main.py`` maps its flags onto :func:`run`.
+:func:`run` takes the config of ``configs/default.py`` (checked by
+:func:`experiments.bandit_variance.validation.validate`) and a workdir.
 
-Outputs (in ``out_dir``):
+Outputs (in the workdir):
 
+* ``config.json``: the config and the workdir.
 * ``results.csv``: one row per (policy, objective, k, n, estimator) with the columns
   of :func:`experiments.bandits.variance.summarize` and ``objective`` (second
-  column). ``objective=max`` rows are the max@k study of every estimator of
-  :mod:`experiments.estimators` on both policies (same numbers as before the column
-  existed). The rank objectives ``top_m``, ``min`` and ``maxrl``
-  (:mod:`experiments.bandits.rank_objectives`) run on the categorical bandit only
-  (the Gaussian toy keeps max@k only: its exact gradients are quadratures of max@k),
-  with the baselines ``none``, ``loo``, ``loo_centered`` of
-  ``maxk.order_stat_advantages`` and, for ``maxrl``, MaxRL's peers.
+  column). ``objective=max`` rows are the max@k study of the chosen estimators of
+  :mod:`experiments.estimators` on every policy. The rank objectives ``top_m``,
+  ``min`` and ``maxrl`` (:mod:`experiments.bandits.rank_objectives`) run on the
+  categorical bandit only (the Gaussian toy keeps max@k only: its exact gradients
+  are quadratures of max@k), with the baselines ``none``, ``loo``, ``loo_centered``
+  of ``maxk.order_stat_advantages`` and, for ``maxrl``, MaxRL's peers.
 * ``variance_check.csv``: the check of ``maxk.max_at_k_variance`` and
   ``maxk.pass_at_k_variance`` (:mod:`experiments.bandits.variance_check`), every
   (policy, k, n) with ``n >= 2k``; absent when no cell has ``n >= 2k``.
@@ -25,88 +26,60 @@ References: PKPO, arXiv 2505.15201, Sec. 5.1 and Fig. 4.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import os
+import time
 from typing import Any
 
+from absl import logging
+import ml_collections
 import tqdm
 
+from experiments import config_checks
 from experiments import outputs
 from experiments.bandit_variance import plotting
+from experiments.bandit_variance import validation
 from experiments.bandits import rank_objectives
 from experiments.bandits import variance
 from experiments.bandits import variance_check
 
-POLICIES = ("gaussian", "categorical")
-OBJECTIVES = rank_objectives.OBJECTIVES
 
+def make_settings(config: ml_collections.ConfigDict) -> list[variance.Setting]:
+  """One :class:`experiments.bandits.variance.Setting` per name of ``config.policies``.
 
-def make_settings(
-  policies: Sequence[str],
-  *,
-  seed: int,
-  theta: float,
-  sigma: float,
-  gaussian_shift: float,
-  num_arms: int,
-  logit_scale: float,
-  categorical_shift: float,
-) -> list[variance.Setting]:
-  """One :class:`experiments.bandits.variance.Setting` per policy name, in order.
-
-  Args:
-    policies: names from :data:`POLICIES`.
-    seed: draws the categorical bandit's target and sampling logits.
-    theta: Gaussian toy, mean of ``x ~ N(theta, sigma^2)``.
-    sigma: Gaussian toy, standard deviation.
-    gaussian_shift: Gaussian toy, off-policy samples come from ``N(theta - shift, sigma^2)``.
-    num_arms: categorical bandit, number of arms.
-    logit_scale: categorical bandit, target logits ``~ N(0, logit_scale^2)``.
-    categorical_shift: categorical bandit, sampling logits = logits + shift * N(0, I).
+  ``gaussian``: ``x ~ N(config.theta, config.sigma^2)``, off-policy samples from
+  ``N(theta - config.gaussian_shift, sigma^2)``. ``categorical``: ``config.num_arms``
+  arms, target logits ``~ N(0, config.logit_scale^2)`` and sampling logits = logits +
+  ``config.categorical_shift * N(0, I)``, both drawn from ``config.seed``.
 
   Raises:
     ValueError: on an unknown policy name.
   """
   settings = []
-  for name in policies:
+  for name in config_checks.split(config.policies):
     if name == "gaussian":
-      settings.append(variance.gaussian_setting(theta, sigma, gaussian_shift))
+      settings.append(variance.gaussian_setting(config.theta, config.sigma, config.gaussian_shift))
     elif name == "categorical":
       settings.append(
         variance.categorical_setting(
-          num_arms, seed=seed, logit_scale=logit_scale, shift=categorical_shift
+          config.num_arms,
+          seed=config.seed,
+          logit_scale=config.logit_scale,
+          shift=config.categorical_shift,
         )
       )
     else:
-      raise ValueError(f"Unknown policy={name!r}; valid options are {list(POLICIES)}.")
+      raise ValueError(f"Unknown policy={name!r}; valid options are {list(validation.POLICIES)}.")
   return settings
 
 
 def run(
-  out_dir: str,
-  *,
-  policies: Sequence[str],
-  estimators: Sequence[str],
-  ns: Sequence[int],
-  ks: Sequence[int],
-  num_replicates: int,
-  seed: int,
-  theta: float,
-  sigma: float,
-  gaussian_shift: float,
-  num_arms: int,
-  logit_scale: float,
-  categorical_shift: float,
-  pass_threshold: float,
-  objectives: Sequence[str] = OBJECTIVES,
-  top_m: int = 2,
-  show_progress: bool = True,
+  config: ml_collections.ConfigDict, workdir: str, *, show_progress: bool = True
 ) -> list[dict[str, Any]]:
-  """Runs the study and writes the outputs of the module docstring into ``out_dir``.
+  """Validates ``config``, runs the study and writes the outputs of the module docstring.
 
   Every (policy, k, n) cell with ``k <= n`` gives one max@k row per estimator (see
   :func:`experiments.bandits.variance.run_study` for the columns) when ``max`` is
-  among ``objectives``, and one row per estimator of every other objective on the
+  among the objectives, and one row per estimator of every other objective on the
   categorical bandit (``top_m``: the mean of the top ``top_m`` of k, cells with
   ``k >= top_m``).
 
@@ -114,67 +87,58 @@ def run(
     The ``results.csv`` rows.
 
   Raises:
-    ValueError: on an unknown objective, or when no cell yields a row.
+    experiments.config_checks.ConfigError: naming a bad field (or workdir), before
+      anything is written.
   """
-  unknown = [o for o in objectives if o not in OBJECTIVES]
-  if unknown or not objectives:
-    raise ValueError(f"objectives={list(objectives)} must name some of {list(OBJECTIVES)}.")
-  settings = make_settings(
-    policies,
-    seed=seed,
-    theta=theta,
-    sigma=sigma,
-    gaussian_shift=gaussian_shift,
-    num_arms=num_arms,
-    logit_scale=logit_scale,
-    categorical_shift=categorical_shift,
-  )
+  validation.validate(config)
+  workdir = outputs.start(workdir, config)
+  start = time.time()
+  settings = make_settings(config)
   bar = lambda desc: lambda cells: tqdm.tqdm(cells, desc=desc, disable=not show_progress)
+  cells = dict(
+    ns=config_checks.ints(config, "ns", low=2),
+    ks=config_checks.ints(config, "ks", low=1),
+    num_replicates=config.num_replicates,
+    seed=config.seed,
+    pass_threshold=config.pass_threshold,
+  )
+  objectives = config_checks.split(config.objectives)
   rows = []
   if "max" in objectives:
     max_rows = variance.run_study(
       settings,
-      ns=ns,
-      ks=ks,
-      num_replicates=num_replicates,
-      estimator_names=estimators,
-      seed=seed,
-      pass_threshold=pass_threshold,
+      estimator_names=config_checks.split(config.estimators),
       progress=bar("max@k cells (policy, k, n)"),
+      **cells,
     )
     rows += [{"policy": r.pop("policy"), "objective": "max", **r} for r in max_rows]
   rank_rows = rank_objectives.run_objectives(
     settings,
     objectives=objectives,
-    ns=ns,
-    ks=ks,
-    num_replicates=num_replicates,
-    seed=seed,
-    pass_threshold=pass_threshold,
-    top_m=top_m,
+    top_m=config.top_m,
     progress=bar("rank-objective policies"),
+    **cells,
   )
   rows += rank_rows
-  if not rows:
-    raise ValueError(f"objectives={list(objectives)} give no row for policies={list(policies)}.")
-  outputs.write_results_csv(out_dir, rows)
-  check_rows = variance_check.run_check(
-    settings,
-    ns=ns,
-    ks=ks,
-    num_replicates=num_replicates,
-    seed=seed,
-    pass_threshold=pass_threshold,
-    progress=bar("variance-check policies"),
-  )
+  outputs.write_results_csv(workdir, rows)
+  check_rows = variance_check.run_check(settings, progress=bar("variance-check policies"), **cells)
+  _write_figures(workdir, rows, check_rows)
+  logging.info("Wrote %d rows to %s in %.1f s.", len(rows), workdir, time.time() - start)
+  return rows
+
+
+def _write_figures(
+  workdir: str, rows: list[dict[str, Any]], check_rows: list[dict[str, Any]]
+) -> None:
+  """``variance_check.csv`` and every figure of the module docstring."""
   if check_rows:
-    outputs.write_results_csv(out_dir, check_rows, filename="variance_check.csv")
-    plotting.plot_variance_check(check_rows, os.path.join(out_dir, "variance_check.png"))
+    outputs.write_results_csv(workdir, check_rows, filename="variance_check.csv")
+    plotting.plot_variance_check(check_rows, os.path.join(workdir, "variance_check.png"))
   max_rows = [r for r in rows if r["objective"] == "max"]
   for policy in dict.fromkeys(r["policy"] for r in max_rows):
-    plotting.plot_variance(max_rows, policy, os.path.join(out_dir, f"variance_{policy}.png"))
-    plotting.plot_bias(max_rows, policy, os.path.join(out_dir, f"bias_{policy}.png"))
+    plotting.plot_variance(max_rows, policy, os.path.join(workdir, f"variance_{policy}.png"))
+    plotting.plot_bias(max_rows, policy, os.path.join(workdir, f"bias_{policy}.png"))
+  rank_rows = [r for r in rows if r["objective"] != "max"]
   for objective in dict.fromkeys(r["objective"] for r in rank_rows):
-    path = os.path.join(out_dir, f"objective_{objective}.png")
+    path = os.path.join(workdir, f"objective_{objective}.png")
     plotting.plot_objective(rank_rows, objective, path)
-  return rows

@@ -22,6 +22,7 @@ of k draws has ``reward >= threshold``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import dataclasses
 
 import jax
@@ -64,7 +65,7 @@ def gaussian_max_at_k_float64(theta: float, sigma: float, k: int) -> float:
   """
   theta, sigma = float(theta), float(sigma)
 
-  def integrand(u):
+  def integrand(u: float) -> float:
     g = special.ndtr((1.0 - theta) / sigma) - special.ndtr((u - theta) / sigma)
     return 2.0 * u * -np.expm1(k * np.log1p(-g))
 
@@ -82,7 +83,7 @@ def gaussian_max_at_k_grad_float64(theta: float, sigma: float, k: int) -> float:
   theta, sigma = float(theta), float(sigma)
   pdf_one = stats.norm.pdf((1.0 - theta) / sigma)
 
-  def integrand(u):
+  def integrand(u: float) -> float:
     g = special.ndtr((1.0 - theta) / sigma) - special.ndtr((u - theta) / sigma)
     dg = (stats.norm.pdf((u - theta) / sigma) - pdf_one) / sigma
     return 2.0 * u * k * np.exp((k - 1) * np.log1p(-g)) * dg
@@ -90,7 +91,7 @@ def gaussian_max_at_k_grad_float64(theta: float, sigma: float, k: int) -> float:
   return _quad(integrand, theta, sigma)
 
 
-def _quad(integrand, theta: float, sigma: float) -> float:
+def _quad(integrand: Callable[[float], float], theta: float, sigma: float) -> float:
   # Break points where the integrand varies fastest (around theta +- a few sigma).
   points = sorted({float(np.clip(theta + c * sigma, 0.0, 1.0)) for c in (-3, 0, 3)} - {0.0, 1.0})
   value, _ = integrate.quad(
@@ -110,7 +111,7 @@ class GaussianToy:
   sigma: float = 0.1
   name: str = "gaussian"
 
-  def __post_init__(self):
+  def __post_init__(self) -> None:
     if not (np.isfinite(self.sigma) and self.sigma > 0):
       raise ValueError(f"sigma={self.sigma} must be finite and > 0.")
 
@@ -157,7 +158,7 @@ class GaussianToy:
       )
     return -jnp.expm1(k * jnp.log1p(-jnp.clip(p, 0.0, 1.0)))
 
-  def exact_gradient(self, params, k: int) -> np.ndarray:
+  def exact_gradient(self, params: jax.Array, k: int) -> np.ndarray:
     """d max@k / d theta in float64 by adaptive quadrature, shape ``[1]``."""
     return np.array([gaussian_max_at_k_grad_float64(float(params), self.sigma, k)])
 
@@ -174,7 +175,7 @@ class CategoricalBandit:
   rewards: np.ndarray
   name: str = "categorical"
 
-  def __post_init__(self):
+  def __post_init__(self) -> None:
     rewards = np.asarray(self.rewards, np.float32)
     if rewards.ndim != 1 or rewards.size < 2:
       raise ValueError(f"rewards must have shape [L] with L >= 2; got {rewards.shape}.")
@@ -211,10 +212,14 @@ class CategoricalBandit:
     p = jnp.clip(jnp.sum(jax.nn.softmax(params) * correct), 0.0, 1.0)
     return -jnp.expm1(k * jnp.log1p(-p))
 
-  def exact_gradient(self, params, k: int) -> np.ndarray:
+  def exact_gradient(self, params: jax.Array, k: int) -> np.ndarray:
     """Exact d max@k / d logits (``jax.grad`` of ``maxk.max_at_k_exact``), shape ``[L]``."""
     grad = jax.jit(jax.grad(self.max_at_k), static_argnums=1)(jnp.asarray(params), k)
     return np.asarray(grad, np.float64)
+
+
+# Either policy: what the variance study and the trainer accept.
+Policy = GaussianToy | CategoricalBandit
 
 
 def random_bandit(

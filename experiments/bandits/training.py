@@ -19,7 +19,7 @@ References: PKPO, arXiv 2505.15201 (Sec. 5, Fig. 3); max@k, arXiv 2510.23393 (Ap
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import math
 from typing import Any
 
@@ -30,6 +30,7 @@ import optax
 
 from experiments import estimators as estimators_lib
 from experiments import schedules
+from experiments.bandits import policies
 
 
 def make_optimizer(name: str, learning_rate: float) -> optax.GradientTransformation:
@@ -42,7 +43,7 @@ def make_optimizer(name: str, learning_rate: float) -> optax.GradientTransformat
 
 
 def evaluate(
-  policy, params: jax.Array, k_evals: Sequence[int], pass_threshold: float
+  policy: policies.Policy, params: jax.Array, k_evals: Sequence[int], pass_threshold: float
 ) -> tuple[jax.Array, jax.Array]:
   """Exact ``(max@k, pass@k)`` of the policy for every k in ``k_evals``: two ``[K]`` arrays."""
   max_k = jnp.stack([policy.max_at_k(params, k) for k in k_evals])
@@ -51,7 +52,7 @@ def evaluate(
 
 
 def train(
-  policy,
+  policy: policies.Policy,
   init_params: jax.Array,
   key: jax.Array,
   *,
@@ -90,6 +91,37 @@ def train(
   """
   est = estimators_lib.get(estimator)
   segments = schedule.segments(num_steps)
+  k_evals = _checked_k_evals(schedule, n, num_seeds, k_evals, pass_threshold, learning_rate)
+  if inner_steps < 1:
+    raise ValueError(f"inner_steps={inner_steps} must satisfy inner_steps >= 1.")
+  opt = make_optimizer(optimizer, learning_rate)
+  step = _step_function(
+    policy, est, opt, n=n, inner_steps=inner_steps, k_evals=k_evals, pass_threshold=pass_threshold
+  )
+  max_k, pass_k = _run_seeds(
+    policy,
+    init_params,
+    key,
+    opt,
+    step,
+    segments,
+    num_seeds=num_seeds,
+    k_evals=k_evals,
+    pass_threshold=pass_threshold,
+  )
+  k_opt = np.concatenate([np.full(steps, k) for k, steps in segments])
+  return {"max_at_k": np.asarray(max_k), "pass_at_k": np.asarray(pass_k), "k_opt": k_opt}
+
+
+def _checked_k_evals(
+  schedule: schedules.Schedule,
+  n: int,
+  num_seeds: int,
+  k_evals: Sequence[int],
+  pass_threshold: float,
+  learning_rate: float,
+) -> tuple[int, ...]:
+  """Checks :func:`train`'s arguments of these names; returns ``k_evals`` as ints."""
   if n < 2:
     raise ValueError(f"n={n} must satisfy n >= 2.")
   if schedule.max_k > n:
@@ -98,18 +130,30 @@ def train(
     )
   if num_seeds < 1:
     raise ValueError(f"num_seeds={num_seeds} must satisfy num_seeds >= 1.")
-  if inner_steps < 1:
-    raise ValueError(f"inner_steps={inner_steps} must satisfy inner_steps >= 1.")
   if not (math.isfinite(learning_rate) and learning_rate > 0):
     raise ValueError(f"learning_rate={learning_rate} must be finite and > 0.")
   if not math.isfinite(pass_threshold):
     raise ValueError(f"pass_threshold={pass_threshold} must be finite.")
-  k_evals = tuple(int(k) for k in k_evals)
-  if not k_evals or min(k_evals) < 1:
-    raise ValueError(f"k_evals={list(k_evals)} must be non-empty with every k >= 1.")
-  opt = make_optimizer(optimizer, learning_rate)
+  checked = tuple(int(k) for k in k_evals)
+  if not checked or min(checked) < 1:
+    raise ValueError(f"k_evals={list(checked)} must be non-empty with every k >= 1.")
+  return checked
 
-  def step(carry, _, *, k):
+
+def _step_function(
+  policy: policies.Policy,
+  est: Callable[..., jax.Array],
+  opt: optax.GradientTransformation,
+  *,
+  n: int,
+  inner_steps: int,
+  k_evals: Sequence[int],
+  pass_threshold: float,
+) -> Callable[..., Any]:
+  """One training step ``step(carry, _, *, k)`` for ``lax.scan``: draw a group of ``n``,
+  take ``inner_steps`` optimiser steps, return the new carry and the exact metrics."""
+
+  def step(carry: Any, _: Any, *, k: int) -> tuple[Any, tuple[jax.Array, jax.Array]]:
     params, opt_state, key = carry
     key, sample_key = jax.random.split(key)
     y = policy.sample(params, sample_key, n)
@@ -123,7 +167,25 @@ def train(
       params = optax.apply_updates(params, updates)
     return (params, opt_state, key), evaluate(policy, params, k_evals, pass_threshold)
 
-  def one_seed(key):
+  return step
+
+
+def _run_seeds(
+  policy: policies.Policy,
+  init_params: jax.Array,
+  key: jax.Array,
+  opt: optax.GradientTransformation,
+  step: Callable[..., Any],
+  segments: Sequence[tuple[int, int]],
+  *,
+  num_seeds: int,
+  k_evals: Sequence[int],
+  pass_threshold: float,
+) -> tuple[jax.Array, jax.Array]:
+  """Every seed's exact ``(max@k, pass@k)`` curves, ``[S, T+1, K]`` each, in one jitted
+  ``vmap``: a ``lax.scan`` of ``step`` per ``(k, steps)`` segment."""
+
+  def one_seed(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     params = jnp.asarray(init_params, jnp.float32)
     carry = (params, opt.init(params), key)
     max0, pass0 = evaluate(policy, params, k_evals, pass_threshold)
@@ -136,13 +198,11 @@ def train(
     return jnp.concatenate(maxs), jnp.concatenate(passes)
 
   @jax.jit
-  def run(key):
+  def run(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(jnp.arange(num_seeds))
     return jax.vmap(one_seed)(keys)
 
-  max_k, pass_k = run(key)
-  k_opt = np.concatenate([np.full(steps, k) for k, steps in segments])
-  return {"max_at_k": np.asarray(max_k), "pass_at_k": np.asarray(pass_k), "k_opt": k_opt}
+  return run(key)
 
 
 def summarize(

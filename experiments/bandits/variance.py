@@ -74,7 +74,7 @@ def categorical_setting(
 
 
 def gradient_estimates(
-  policy,
+  policy: policies.Policy,
   target: jax.Array,
   old: jax.Array,
   key: jax.Array,
@@ -145,7 +145,9 @@ def monte_carlo(
   center = np.zeros(dim) if center is None else np.asarray(center, np.float64)
 
   @jax.jit
-  def run(target, old, key, center32):
+  def run(
+    target: jax.Array, old: jax.Array, key: jax.Array, center32: jax.Array
+  ) -> tuple[jax.Array, jax.Array]:
     keys = jax.random.split(key, num_replicates)
     one = lambda kk: gradient_estimates(
       policy, target, old, kk, n=n, k=k, estimators=estimators, pass_threshold=pass_threshold

@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.bandits import policies
 import maxk
 
 STATISTICS = ("max_at_k", "pass_at_k")
@@ -42,7 +43,7 @@ _KEY_TAG = 100
 
 
 def draws(
-  policy,
+  policy: policies.Policy,
   target: jax.Array,
   keys: Sequence[jax.Array],
   *,
@@ -58,8 +59,8 @@ def draws(
   cells = tuple(cells)
 
   @jax.jit
-  def run(target, keys):
-    out = []
+  def run(target: jax.Array, keys: Sequence[jax.Array]) -> list[tuple[jax.Array, ...]]:
+    out: list[tuple[jax.Array, ...]] = []
     for key, (n, k) in zip(keys, cells):
       split = jax.random.split(key, num_replicates)
       rewards = jax.vmap(lambda kk, n=n: policy.reward(policy.sample(target, kk, n)))(split)

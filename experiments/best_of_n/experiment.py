@@ -10,14 +10,15 @@ from typing import Any
 from absl import logging
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 
 from experiments import outputs
-from experiments.best_of_n import config as config_lib
 from experiments.best_of_n import plotting
 from experiments.best_of_n import proxy
 from experiments.best_of_n import references
 from experiments.best_of_n import study
+from experiments.best_of_n import validation
 
 FIGURES = (
   "kl_vs_n_uniform.png",
@@ -28,74 +29,96 @@ FIGURES = (
 )
 
 
-def run(config: config_lib.Config, out_dir: str) -> dict[str, Any]:
-  """Runs the study of ``config`` and writes its outputs into ``out_dir``.
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
+  """Validates ``config``, runs the study and writes its outputs into ``workdir``.
 
-  Writes ``results.csv`` (columns :data:`study.COLUMNS`), ``summary.json``
-  (:func:`study.summarize`), the proxy-selection study's ``proxy.csv`` (columns
-  :data:`proxy.COLUMNS`) and ``proxy_peaks.csv`` (:data:`proxy.PEAK_COLUMNS`), and
-  the figures :data:`FIGURES` (``kl_vs_n_uniform.png`` only with uniform
-  references). With ``config.float64`` it turns on
-  ``jax_enable_x64`` first, so that KL gaps below float32 resolution (~1e-7 nats)
-  are resolved. The seed drives both the Dirichlet references (NumPy) and the
-  Monte Carlo draws (JAX): same config, same numbers.
+  Writes ``config.json`` (the config), ``results.csv`` (columns
+  :data:`study.COLUMNS`), ``summary.json`` (:func:`study.summarize`), the
+  proxy-selection study's ``proxy.csv`` (columns :data:`proxy.COLUMNS`) and
+  ``proxy_peaks.csv`` (:data:`proxy.PEAK_COLUMNS`), and the figures :data:`FIGURES`
+  (``kl_vs_n_uniform.png`` only with uniform references). With ``config.float64``
+  it turns on ``jax_enable_x64`` first, so that KL gaps below float32 resolution
+  (~1e-7 nats) are resolved. The seed drives both the Dirichlet references (NumPy)
+  and the Monte Carlo draws (JAX): same config, same numbers.
 
   Returns:
     The summary.
+
+  Raises:
+    experiments.config_checks.ConfigError: naming a bad field (or workdir), before
+      anything is written.
   """
+  settings = validation.validate(config)
+  workdir = outputs.start(workdir, config)
   start = time.time()
-  if config.float64:
+  if settings.float64:
     jax.config.update("jax_enable_x64", True)
   refs = references.make_references(
-    uniform_sizes=config.uniform_sizes,
-    cherry_eps=config.cherry_eps,
-    cherry_size=config.cherry_size,
-    cherry_step=config.cherry_step,
-    dirichlet_alphas=config.dirichlet_alphas,
-    dirichlet_size=config.dirichlet_size,
-    rng=np.random.default_rng(config.seed),
+    uniform_sizes=settings.uniform_sizes,
+    cherry_eps=settings.cherry_eps,
+    cherry_size=settings.cherry_size,
+    cherry_step=settings.cherry_step,
+    dirichlet_alphas=settings.dirichlet_alphas,
+    dirichlet_size=settings.dirichlet_size,
+    rng=np.random.default_rng(settings.seed),
   )
-  probs, rewards = references.pad(refs, jnp.float64 if config.float64 else jnp.float32)
+  rows, summary = _best_of_n_outputs(settings, refs, workdir)
+  _proxy_outputs(settings, workdir)
+  logging.info("Wrote %d rows to %s in %.1f s.", len(rows), workdir, time.time() - start)
+  return summary
+
+
+def _best_of_n_outputs(
+  settings: ml_collections.FrozenConfigDict, refs: list[references.Reference], workdir: str
+) -> tuple[list[study.Row], dict[str, Any]]:
+  """Writes ``results.csv``, ``summary.json`` and the best-of-n figures; returns the
+  rows and the summary."""
+  probs, rewards = references.pad(refs, jnp.float64 if settings.float64 else jnp.float32)
   rows = study.best_of_n_rows(
     refs,
     probs,
     rewards,
-    ns=study.n_grid(config.n_max, config.num_n),
-    num_mc_draws=config.num_mc_draws,
-    key=jax.random.key(config.seed),
+    ns=study.n_grid(settings.n_max, settings.num_n),
+    num_mc_draws=settings.num_mc_draws,
+    key=jax.random.key(settings.seed),
   )
   rows += study.rewind_repeat_rows(
     refs,
     probs,
     rewards,
-    thresholds=study.thresholds(refs, config.num_thresholds),
-    max_tries=[None, *config.rr_max_tries],
+    thresholds=study.thresholds(refs, settings.num_thresholds),
+    max_tries=[None, *settings.rr_max_tries],
   )
-  outputs.write_results_csv(out_dir, rows)
+  outputs.write_results_csv(workdir, rows)
   summary = study.summarize(rows, refs)
-  with open(os.path.join(out_dir, "summary.json"), "w") as f:
+  with open(os.path.join(workdir, "summary.json"), "w") as f:
     json.dump(summary, f, indent=2, sort_keys=True)
     f.write("\n")
   uniform = [r for r in refs if r.family == "uniform"]
   other = [r for r in refs if r.family != "uniform"]
-  kl_uniform, kl_other, kl_gap, win_rate, proxy_png = (os.path.join(out_dir, n) for n in FIGURES)
+  kl_uniform, kl_other, kl_gap, win_rate, _ = (os.path.join(workdir, n) for n in FIGURES)
   if uniform:
     title = "Uniform references: KL of best-of-n vs n"
     plotting.save(plotting.kl_vs_n_figure(rows, uniform, title), kl_uniform)
   title = "Cherry-picked and Dirichlet references: KL of best-of-n vs n"
   plotting.save(plotting.kl_vs_n_figure(rows, other, title), kl_other)
   plotting.save(plotting.kl_gap_figure(rows, refs), kl_gap)
-  plotting.save(plotting.win_rate_figure(rows, refs, n_max=config.n_max), win_rate)
+  plotting.save(plotting.win_rate_figure(rows, refs, n_max=settings.n_max), win_rate)
+  return rows, summary
+
+
+def _proxy_outputs(settings: ml_collections.FrozenConfigDict, workdir: str) -> None:
+  """Writes the proxy-selection study's ``proxy.csv``, ``proxy_peaks.csv`` and figure."""
   proxy_rows = proxy.rows(
-    seed=config.seed,
-    num_arms=config.proxy_arms,
-    sigmas=config.proxy_sigmas,
-    t_df=config.proxy_t_df,
-    ns=study.n_grid(config.proxy_n_max, config.proxy_num_n),
-    num_mc_draws=config.proxy_mc_draws,
+    seed=settings.seed,
+    num_arms=settings.proxy_arms,
+    sigmas=settings.proxy_sigmas,
+    t_df=settings.proxy_t_df,
+    ns=study.n_grid(settings.proxy_n_max, settings.proxy_num_n),
+    num_mc_draws=settings.proxy_mc_draws,
   )
-  outputs.write_results_csv(out_dir, proxy_rows, filename="proxy.csv")
-  outputs.write_results_csv(out_dir, proxy.peaks(proxy_rows), filename="proxy_peaks.csv")
-  plotting.save(proxy.figure(proxy_rows, t_df=config.proxy_t_df), proxy_png)
-  logging.info("Wrote %d rows to %s in %.1f s.", len(rows), out_dir, time.time() - start)
-  return summary
+  outputs.write_results_csv(workdir, proxy_rows, filename="proxy.csv")
+  outputs.write_results_csv(workdir, proxy.peaks(proxy_rows), filename="proxy_peaks.csv")
+  plotting.save(
+    proxy.figure(proxy_rows, t_df=settings.proxy_t_df), os.path.join(workdir, FIGURES[-1])
+  )

@@ -108,37 +108,55 @@ def best_of_n_rows(
   collision = np.asarray(maxk.reward_collision_probability(probs, rewards))
   rows = []
   for n in tqdm.tqdm(list(ns), desc="best-of-n over n", disable=not progress):
-    pmf = maxk.bon_pmf(probs, rewards, n)
-    kl = np.asarray(maxk.bon_kl(probs, rewards, n), np.float64)
-    wr = np.asarray(maxk.bon_win_rate(probs, rewards, n), np.float64)
-    d_exact = np.asarray(maxk.bon_kl_estimate_expectation(probs, rewards, n), np.float64)
-    gap_lower = np.asarray(maxk.bon_kl_gap_lower_bound(probs, rewards, n), np.float64)
-    # Sampling the exact PMF has the law of drawing n outcomes and keeping the best.
-    draws = jax.random.categorical(
-      jax.random.fold_in(key, n), jnp.log(pmf), shape=(num_mc_draws, len(refs))
+    rows += _best_of_n_rows_at(
+      refs, probs, rewards, collision, n=n, num_mc_draws=num_mc_draws, key=key
     )
-    eps = jnp.take_along_axis(probs, draws.T, axis=-1)
-    d_mc = np.asarray(maxk.bon_kl_estimate(eps, n), np.float64)
-    bound = float(maxk.bon_kl_bound(n))
-    wr_bound = float(maxk.bon_win_rate_bound(n))
-    for i, ref in enumerate(refs):
-      row = _empty_row(ref, "best_of_n")
-      row.update(
-        n=n,
-        kl=kl[i],
-        kl_bound=bound,
-        kl_gap=bound - kl[i],
-        kl_gap_upper_bound=2.0 * n * (n - 1) * collision[i],
-        kl_gap_lower_bound=gap_lower[i],
-        d_n_expected=d_exact[i],
-        d_n_mc_mean=d_mc[i].mean(),
-        d_n_mc_stderr=(d_mc[i].std(ddof=1) / math.sqrt(num_mc_draws) if num_mc_draws > 1 else ""),
-        num_mc_draws=num_mc_draws,
-        win_rate=wr[i],
-        win_rate_bound=wr_bound,
-        win_rate_gap_upper_bound=0.5 * (n - 1) * collision[i],
-      )
-      rows.append(row)
+  return rows
+
+
+def _best_of_n_rows_at(
+  refs: Sequence[Reference],
+  probs: jax.Array,
+  rewards: jax.Array,
+  collision: np.ndarray,
+  *,
+  n: int,
+  num_mc_draws: int,
+  key: jax.Array,
+) -> list[Row]:
+  """The rows of :func:`best_of_n_rows` at one n (``collision``: ``[R]`` exp(-H_2))."""
+  pmf = maxk.bon_pmf(probs, rewards, n)
+  kl = np.asarray(maxk.bon_kl(probs, rewards, n), np.float64)
+  wr = np.asarray(maxk.bon_win_rate(probs, rewards, n), np.float64)
+  d_exact = np.asarray(maxk.bon_kl_estimate_expectation(probs, rewards, n), np.float64)
+  gap_lower = np.asarray(maxk.bon_kl_gap_lower_bound(probs, rewards, n), np.float64)
+  # Sampling the exact PMF has the law of drawing n outcomes and keeping the best.
+  draws = jax.random.categorical(
+    jax.random.fold_in(key, n), jnp.log(pmf), shape=(num_mc_draws, len(refs))
+  )
+  eps = jnp.take_along_axis(probs, draws.T, axis=-1)
+  d_mc = np.asarray(maxk.bon_kl_estimate(eps, n), np.float64)
+  bound = float(maxk.bon_kl_bound(n))
+  wr_bound = float(maxk.bon_win_rate_bound(n))
+  rows = []
+  for i, ref in enumerate(refs):
+    row = _empty_row(ref, "best_of_n")
+    row.update(
+      n=n,
+      kl=kl[i],
+      kl_bound=bound,
+      kl_gap=bound - kl[i],
+      kl_gap_upper_bound=2.0 * n * (n - 1) * collision[i],
+      kl_gap_lower_bound=gap_lower[i],
+      d_n_expected=d_exact[i],
+      d_n_mc_mean=d_mc[i].mean(),
+      d_n_mc_stderr=(d_mc[i].std(ddof=1) / math.sqrt(num_mc_draws) if num_mc_draws > 1 else ""),
+      num_mc_draws=num_mc_draws,
+      win_rate=wr[i],
+      win_rate_bound=wr_bound,
+      win_rate_gap_upper_bound=0.5 * (n - 1) * collision[i],
+    )
+    rows.append(row)
   return rows
 
 

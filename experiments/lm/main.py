@@ -11,12 +11,12 @@ Usage:
       --config.rl.runs=max_at_k@4/exact,max_at_k@4/first_order,max_at_k@4/ppo_clip
 
 Running the same command again resumes from the last checkpoint in
-``WORKDIR/checkpoints`` (see experiments/lm/checkpointing.py). A workdir belongs to
+WORKDIR/checkpoints (see experiments/lm/checkpointing.py). A workdir belongs to
 the config it was started with: a rerun with any config field changed stops with
 the fields that differ, and a second run on a workdir in use stops at once (see
 experiments/lm/workdir.py). A bad config value stops the run, naming the field,
-before anything is written; so does a ``--workdir`` that is empty, a file, below a
-file or not writable (see ``experiments.outputs.out_dir_problem``).
+before anything is written; so does a --workdir that is empty, a file, below a
+file or not writable (see experiments/outputs.py).
 """
 
 from absl import app

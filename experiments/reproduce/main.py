@@ -1,24 +1,24 @@
-r"""Reproduces every CPU-feasible headline figure and table into one folder.
+"""Reproduces every CPU-feasible headline figure and table into one folder.
 
 Runs the experiment binaries (as subprocesses, exactly as a user would) at settings
 that finish in minutes on 2 CPU cores, executes the notebooks, and writes an index
-page (``index.md`` and ``index.html``) showing every figure and the key tables with
-one line of explanation each.
+page (index.md and index.html) showing every figure and the key tables with one
+line of explanation each.
 
 Usage:
-  python -m experiments.reproduce --out_dir=out/reproduce
-  python -m experiments.reproduce --out_dir=/tmp/r --smoke   # tiny sizes, < 1 minute
+  python -m experiments.reproduce --workdir=out/reproduce
+  python -m experiments.reproduce --workdir=/tmp/r --smoke   # tiny sizes, < 1 minute
 
 A stage's finished outputs are reused when it is run again with the same identity
 (its command, environment settings, sizes and the outputs of earlier stages it
-reads); ``--force`` reruns them. Stages have no time limit unless
-``--stage_timeout`` sets one. Each stage's output goes to ``OUT_DIR/<stage>/`` (its
-log in ``OUT_DIR/<stage>/log.txt``). Exits 1 when a stage fails, saying how to go on.
+reads); --force reruns them. Stages have no time limit unless --stage_timeout sets
+one. Each stage's output goes to WORKDIR/<stage>/ (its log in
+WORKDIR/<stage>/log.txt). Exits 1 when a stage fails, saying how to go on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 import os
 import sys
 from typing import Any
@@ -29,7 +29,8 @@ from experiments import outputs
 from experiments.reproduce import reproduction
 from experiments.reproduce import stages as stages_lib
 
-_OUT_DIR = flags.DEFINE_string("out_dir", "out/reproduce", "Output folder (index.md/.html).")
+_WORKDIR = flags.DEFINE_string("workdir", "out/reproduce", "Output folder (index.md/.html).")
+flags.DEFINE_alias("out_dir", "workdir")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every stage.")
 _SMOKE = flags.DEFINE_bool(
   "smoke", False, "Tiny sizes (for tests): seconds, not minutes; not the headline numbers."
@@ -84,8 +85,9 @@ def how_to_continue(failed: Mapping[str, str]) -> str:
   return "\n".join(lines)
 
 
-def main(argv):
-  out_dir = outputs.start_run(argv, _OUT_DIR.value)
+def main(argv: Sequence[str]) -> None:
+  """Runs the selected stages into ``--workdir``; exits 1 naming the failed ones."""
+  out_dir = outputs.start_run(argv, _WORKDIR.value)
   stages = reproduction.select_stages(
     _STAGES.value,
     seed=_SEED.value,

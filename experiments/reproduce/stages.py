@@ -1,8 +1,16 @@
-"""The stages of the reproduction: each one an experiment binary run as a subprocess."""
+"""The stages of the reproduction: each one an experiment binary run as a subprocess.
+
+An experiment stage runs its binary on the binary's own config file
+(``experiments/NAME/configs/default.py``, variant ``smoke`` for the smoke run; the LM
+on ``experiments/lm/configs/tiny.py``) with ``--config.seed`` set, so the sizes live
+in one place: the config files.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import os
 import sys
 
 STAGE_NAMES = ("best_of_n", "bandit_variance", "bandit_training", "lm", "notebooks")
@@ -48,76 +56,54 @@ class Stage:
     return " ".join([*env, "python", "-m", self.module, *self.arguments(out_dir)])
 
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def config_file(module: str) -> str:
+  """The default config file of the experiment binary ``module``, relative to the
+  repository root (where stages run): ``experiments/NAME/configs/default.py``."""
+  path = importlib.import_module(f"{module}.configs.default").__file__
+  assert path is not None
+  return os.path.relpath(path, _ROOT).replace(os.sep, "/")
+
+
 def stages(*, seed: int, smoke: bool) -> list[Stage]:
   """The reproduction's stages in run order; ``smoke``: tiny sizes (seconds each)."""
-  s = (f"--seed={seed}",)
-  if smoke:
-    bon = (
-      "--n_max=100",
-      "--num_n=6",
-      "--uniform_sizes=10,100",
-      "--dirichlet_size=50",
-      "--num_mc_draws=10",
-      "--num_thresholds=4",
-      "--cherry_size=20",
-      "--proxy_arms=100",
-      "--proxy_n_max=64",
-      "--proxy_num_n=6",
-      "--proxy_mc_draws=20",
-    )
-    var = (
-      "--ns=4,8",
-      "--ks=1,4",
-      "--num_replicates=256",
-      "--estimators=none,loo_minus_one,grpo,off_policy_exact,off_policy_first_order",
-    )
-    train = (
-      "--num_steps=20",
-      "--num_seeds=2",
-      "--k_schedules=1,4",
-      "--estimators=loo_minus_one,grpo",
-      "--bandits=easy,gaussian",
-      "--k_evals=1,4",
-    )
-    lm = ("--config=experiments/lm/configs/tiny.py:micro",)
-  else:
-    bon = ()
-    var = ("--num_replicates=10000",)
-    train = ()
-    lm = ("--config=experiments/lm/configs/tiny.py",)  # Stages run in the repository root.
-  # The notebooks read their sizes from MAXK_SMOKE; it is always set, so that a value
-  # exported in the caller's shell never changes a full run.
-  notebooks_env = (("MAXK_SMOKE", "1" if smoke else "0"),)
-  every = [
-    Stage(
+
+  def binary(name: str, title: str, module: str, expected_s: int, *extra: str) -> Stage:
+    if module == "experiments.lm.main":  # The LM's sizes: configs/tiny.py, variant micro.
+      config = "experiments/lm/configs/tiny.py" + (":micro" if smoke else "")
+    else:
+      config = f"{config_file(module)}:smoke" if smoke else config_file(module)
+    flags = (f"--config={config}", f"--config.seed={seed}", *extra)
+    return Stage(name, title, module, flags, expected_s, out_flag="workdir", smoke=smoke)
+
+  return [
+    binary(
       "best_of_n",
       "best-of-n KL, bounds, estimator and win rate (Beirami et al.)",
       "experiments.best_of_n",
-      s + bon,
       40,
     ),
-    Stage(
+    binary(
       "bandit_variance",
       "bias and variance of every max@k gradient estimator (PKPO Fig. 4), of the estimators "
       "of top-m, min@k and MaxRL's mixture, and a check of the variance estimators",
       "experiments.bandit_variance",
-      s + var,
       110,
+      *(() if smoke else ("--config.num_replicates=10000",)),
     ),
-    Stage(
+    binary(
       "bandit_training",
       "policy-gradient training with fixed / annealed k (PKPO Fig. 3)",
       "experiments.bandit_training",
-      s + train,
       80,
     ),
-    Stage(
+    binary(
       "lm",
       "small-LM RL: pass@k after SFT and after RL with each estimator",
       "experiments.lm.main",
-      lm + (f"--config.seed={seed}",),
       90,
-      out_flag="workdir",
     ),
     Stage(
       "notebooks",
@@ -125,8 +111,10 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
       "notebooks",
       (),
       150,
-      env=notebooks_env,
+      # The notebooks read their sizes from MAXK_SMOKE; it is always set, so that a
+      # value exported in the caller's shell never changes a full run.
+      env=(("MAXK_SMOKE", "1" if smoke else "0"),),
+      smoke=smoke,
       inputs=(("MAXK_LM_RESULTS", "lm/results.csv"),),  # lm.ipynb plots this run's LM.
     ),
   ]
-  return [dataclasses.replace(stage, smoke=smoke) for stage in every]

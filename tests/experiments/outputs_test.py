@@ -57,12 +57,12 @@ def test_a_folder_without_write_permission_is_refused(tmp_path, monkeypatch):
 
 
 def test_start_run_refuses_with_one_line(tmp_path, a_file):
-  # experiments.reproduce checks its --out_dir through outputs.start_run only.
-  proc = binaries.run("experiments.reproduce", f"--out_dir={a_file / 'sub'}", check=False)
+  # experiments.reproduce checks its --workdir through outputs.start_run only.
+  proc = binaries.run("experiments.reproduce", f"--workdir={a_file / 'sub'}", check=False)
   assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
   lines = proc.stderr.strip().splitlines()
   assert lines[-1] == (
-    f"experiments.reproduce: --out_dir='{a_file / 'sub'}': cannot be created: {a_file} is not "
+    f"experiments.reproduce: --workdir='{a_file / 'sub'}': cannot be created: {a_file} is not "
     "a folder."
   ), proc.stderr
   assert sorted(os.listdir(tmp_path)) == ["a_file"]

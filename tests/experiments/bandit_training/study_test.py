@@ -1,9 +1,13 @@
 """Tests of experiments.bandit_training.study: bandits, runs and one run's outputs."""
 
+import json
+
 import pytest
 
+from experiments import config_checks
 from experiments import schedules
 from experiments.bandit_training import study
+from experiments.bandit_training.configs import default
 
 BANDIT_KWARGS = dict(num_arms=4, best_arm_prob=0.05, decoy_reward=0.6, theta0=0.3, sigma=0.2)
 
@@ -37,24 +41,20 @@ def test_make_runs():
 
 
 def test_run_writes_results_curves_and_figures(tmp_path):
-  rows = study.run(
-    str(tmp_path),
-    bandits=["easy"],
-    estimators=["loo_minus_one", "grpo"],
-    k_schedules=["2:2:1"],
+  config = default.get_config()
+  config.update(
+    bandits="easy",
+    estimators="loo_minus_one,grpo",
+    k_schedules="2:2:1",
     n=3,
     num_steps=3,
     num_seeds=2,
-    k_evals=[1, 3],
+    k_evals="1,3",
     optimizer="sgd",
     learning_rate=0.1,
-    gaussian_learning_rate=0.01,
-    inner_steps=1,
-    pass_threshold=0.9,
-    seed=0,
-    show_progress=False,
     **BANDIT_KWARGS,
   )
+  rows = study.run(config, str(tmp_path), show_progress=False)
   assert [(r["estimator"], r["schedule"], r["k_eval"]) for r in rows] == [
     ("loo_minus_one", "2:2:1", 1),
     ("loo_minus_one", "2:2:1", 3),
@@ -64,3 +64,12 @@ def test_run_writes_results_curves_and_figures(tmp_path):
   assert all(r["num_steps"] == 3 and r["optimizer"] == "sgd" for r in rows)
   assert (tmp_path / "results.csv").exists() and (tmp_path / "curves.npz").exists()
   assert (tmp_path / "curves_easy.png").stat().st_size > 0
+  assert json.loads((tmp_path / "config.json").read_text())["k_evals"] == "1,3"
+
+
+def test_run_checks_the_config_before_writing_anything(tmp_path):
+  config = default.get_config()
+  config.num_seeds = 0
+  with pytest.raises(config_checks.ConfigError, match="config.num_seeds=0"):
+    study.run(config, str(tmp_path / "out"), show_progress=False)
+  assert not (tmp_path / "out").exists()

@@ -1,4 +1,4 @@
-"""Tests of the bandit_variance binary: outputs, reproducibility and flag validation."""
+"""Tests of the bandit_variance binary: outputs, reproducibility, flags and bad values."""
 
 import csv
 import json
@@ -10,12 +10,12 @@ from tests import binaries
 MAIN = "experiments.bandit_variance.main"
 
 
-def _run(out_dir, *extra):
+def _run(out_dir, *extra, out_flag="workdir"):
   binaries.run(
     "experiments.bandit_variance",
-    f"--out_dir={out_dir}",
-    "--num_replicates=256",
-    "--num_arms=3",
+    f"--{out_flag}={out_dir}",
+    "--config.num_replicates=256",
+    "--config.num_arms=3",
     *extra,
   )
   with open(out_dir / "results.csv") as f:
@@ -24,7 +24,7 @@ def _run(out_dir, *extra):
 
 def test_binary_end_to_end(tmp_path):
   out = tmp_path / "run"
-  rows = _run(out, "--ns=2,4", "--ks=2")
+  rows = _run(out, "--config.ns=2,4", "--config.ks=2")
   for column in (
     "policy",
     "objective",
@@ -65,7 +65,7 @@ def test_binary_end_to_end(tmp_path):
       )
   config = json.loads((out / "config.json").read_text())
   assert config["num_replicates"] == 256 and config["theta"] == 1.0
-  assert config["out_dir"] == str(out)
+  assert config["workdir"] == str(out) and config["ns"] == "2,4"
   for policy in ("gaussian", "categorical"):
     assert (out / f"variance_{policy}.png").stat().st_size > 0
     assert (out / f"bias_{policy}.png").stat().st_size > 0
@@ -82,15 +82,17 @@ def test_binary_end_to_end(tmp_path):
       math.isfinite(float(r[c])) for c in ("empirical_variance", "mean_estimated_variance")
     )
   assert (out / "variance_check.png").stat().st_size > 0
-  # Same seed and flags: identical results (a cell's draws do not depend on which
-  # other estimators or cells run, so a sub-run reproduces its rows).
+  # Same seed and config: identical results (a cell's draws do not depend on which
+  # other estimators or cells run, so a sub-run reproduces its rows). The old output
+  # flag --out_dir still names the workdir.
   rows_again = _run(
     tmp_path / "again",
-    "--ns=2",
-    "--ks=2",
-    "--policies=gaussian",
-    "--estimators=loo_minus_one",
-    "--objectives=max",
+    "--config.ns=2",
+    "--config.ks=2",
+    "--config.policies=gaussian",
+    "--config.estimators=loo_minus_one",
+    "--config.objectives=max",
+    out_flag="out_dir",
   )
   assert rows_again == [
     r
@@ -99,81 +101,33 @@ def test_binary_end_to_end(tmp_path):
   ]
 
 
-def test_bad_flag_exits_nonzero_with_one_line_naming_it(tmp_path):
+def test_bad_config_value_exits_1_with_one_line_naming_it(tmp_path):
   proc = binaries.run(
-    "experiments.bandit_variance", f"--out_dir={tmp_path / 'out'}", "--sigma=nan", check=False
+    "experiments.bandit_variance",
+    f"--workdir={tmp_path / 'out'}",
+    "--config.sigma=nan",
+    check=False,
   )
-  assert proc.returncode != 0
-  errors = [line for line in proc.stderr.splitlines() if "--sigma" in line]
-  assert len(errors) == 1 and "finite" in errors[0], proc.stderr
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+  assert proc.stderr.strip().splitlines()[-1] == (
+    "experiments.bandit_variance: config.sigma=nan must be a finite number and > 0."
+  )
   assert not (tmp_path / "out").exists()
 
 
-def test_flag_validation():
-  cases = {
-    "--num_replicates=0": "--num_replicates",
-    "--num_replicates=1": "--num_replicates",
-    "--ns=0": "--ns",
-    "--ns=4,x": "--ns",
-    "--ns=": "--ns",
-    "--ks=0,1": "--ks",
-    "--ks=1.5": "--ks",
-    "--sigma=-0.1": "--sigma",
-    "--sigma=0": "--sigma",
-    "--sigma=inf": "--sigma",
-    "--theta=nan": "--theta",
-    "--gaussian_shift=inf": "--gaussian_shift",
-    "--categorical_shift=nan": "--categorical_shift",
-    "--pass_threshold=nan": "--pass_threshold",
-    "--logit_scale=-1": "--logit_scale",
-    "--num_arms=1": "--num_arms",
-    "--seed=-1": "--seed",
-    "--policies=gaussian,uniform": "--policies",
-    "--estimators=loo,magic": "magic",
-    "--estimators=loo,loo": "repeat",
-    "--objectives=max,median": "--objectives",
-    "--objectives=min,min": "--objectives",
-    "--objectives=": "--objectives",
-    "--top_m=0": "--top_m",
-    # The output folder: a file of the repository, a path below it, no path at all.
-    "--out_dir=README.md": "--out_dir",
-    "--out_dir=README.md/sub": "--out_dir",
-    "--out_dir=": "--out_dir",
-  }
-  argvs = [["--out_dir=unused", arg] for arg in cases]
-  argvs.append(["--out_dir=unused", "--objectives=min,maxrl", "--policies=gaussian"])
-  argvs.append(["--out_dir=unused", "--ns=2", "--ks=4"])
-  argvs.append(
-    [
-      "--out_dir=unused",
-      "--ns=2,4",
-      "--ks=1,8",
-      "--sigma=0.5",
-      "--estimators=all",
-      "--objectives=min,maxrl",
-      "--top_m=3",
-    ]
-  )
-  # Every objective asked for gives rows. Once the first died after writing
-  # config.json, and the second exited 0 without top_m.
-  objectives = [
-    ["--objectives=top_m", "--top_m=99"],
-    ["--objectives=max,top_m", "--policies=gaussian"],
-    ["--objectives=max,top_m", "--top_m=9", "--ks=1,4,8", "--ns=4,8,16"],
-    ["--objectives=max,top_m", "--top_m=9", "--ks=1,4,8", "--ns=4,8,16", "--policies=gaussian"],
-    ["--objectives=top_m", "--top_m=8", "--ks=8", "--ns=8"],
-    ["--objectives=max,min", "--top_m=99"],  # top_m is not asked for.
+def test_workdir_validation():
+  # The output folder: a file of the repository, a path below it, no path at all; the
+  # same through the alias --out_dir. Each config field's checks: validation_test.py.
+  argvs = [
+    ["--workdir=README.md"],
+    ["--workdir=README.md/sub"],
+    ["--workdir="],
+    ["--out_dir=README.md"],
+    [],
+    ["--workdir=unused"],
   ]
-  argvs += [["--out_dir=unused", *argv] for argv in objectives]
   errors = binaries.flag_errors(MAIN, argvs)
-  for (arg, name), error in zip(cases.items(), errors):
-    assert error is not None and name in error, (arg, error)
-  errors, objective_errors = errors[: -len(objectives)], errors[-len(objectives) :]
-  assert "--objectives" in errors[-3] and "categorical" in errors[-3]
-  assert "k <= n" in errors[-2]
-  assert errors[-1] is None
-  for error in objective_errors[0], objective_errors[2]:
-    assert error is not None and "--top_m <= k <= n" in error, error
-  for error in objective_errors[1], objective_errors[3]:
-    assert error is not None and "categorical bandit only" in error, error
-  assert objective_errors[4:] == [None, None]
+  for error in errors[:4]:
+    assert error is not None and "--workdir" in error, error
+  assert "--workdir" in errors[4]  # Required.
+  assert errors[5] is None

@@ -1,53 +1,38 @@
 """Tests of experiments.bandit_variance.study: settings and the outputs of one run."""
 
+import json
+
 import numpy as np
 import pytest
 
+from experiments import config_checks
 from experiments.bandit_variance import study
+from experiments.bandit_variance.configs import default
 
 
-def _settings(policies, **overrides):
-  kwargs = dict(
-    seed=0,
-    theta=1.0,
-    sigma=0.1,
-    gaussian_shift=0.05,
-    num_arms=3,
-    logit_scale=1.0,
-    categorical_shift=0.5,
-  )
-  return study.make_settings(policies, **{**kwargs, **overrides})
+def _config(**fields):
+  config = default.get_config()
+  config.update(num_arms=3, **fields)
+  return config
 
 
 def test_make_settings():
-  gaussian, categorical = _settings(["gaussian", "categorical"])
+  gaussian, categorical = study.make_settings(_config())
   assert gaussian.name == "gaussian" and float(gaussian.target) == 1.0
   np.testing.assert_allclose(float(gaussian.old), 0.95, rtol=1e-6)
   assert categorical.name == "categorical" and categorical.policy.num_arms == 3
   with pytest.raises(ValueError, match="Unknown policy='uniform'"):
-    _settings(["uniform"])
+    study.make_settings(_config(policies="uniform"))
   with pytest.raises(ValueError, match="sigma"):
-    _settings(["gaussian"], sigma=-1.0)
+    study.make_settings(_config(policies="gaussian", sigma=-1.0))
 
 
 def test_run_writes_results_and_figures(tmp_path):
-  rows = study.run(
-    str(tmp_path),
-    policies=["gaussian"],
-    estimators=["loo_minus_one", "grpo"],
-    ns=[2, 3],
-    ks=[2],
-    num_replicates=32,
-    seed=0,
-    theta=1.0,
-    sigma=0.1,
-    gaussian_shift=0.05,
-    num_arms=3,
-    logit_scale=1.0,
-    categorical_shift=0.5,
-    pass_threshold=0.5,
-    show_progress=False,
+  config = _config(
+    policies="gaussian", estimators="loo_minus_one,grpo", ns="2,3", ks="2", num_replicates=32
   )
+  config.objectives = "max"
+  rows = study.run(config, str(tmp_path), show_progress=False)
   assert [(r["n"], r["estimator"]) for r in rows] == [
     (2, "loo_minus_one"),
     (2, "grpo"),
@@ -60,26 +45,15 @@ def test_run_writes_results_and_figures(tmp_path):
   assert not (tmp_path / "variance_check.csv").exists()  # No cell with n >= 2k.
   assert (tmp_path / "variance_gaussian.png").stat().st_size > 0
   assert (tmp_path / "bias_gaussian.png").stat().st_size > 0
+  assert json.loads((tmp_path / "config.json").read_text()) == {
+    **config.to_dict(),
+    "workdir": str(tmp_path),
+  }
 
 
-def test_run_rejects_unknown_or_empty_objectives(tmp_path):
-  kwargs = dict(
-    policies=["gaussian"],
-    estimators=["loo"],
-    ns=[2],
-    ks=[1],
-    num_replicates=2,
-    seed=0,
-    theta=1.0,
-    sigma=0.1,
-    gaussian_shift=0.05,
-    num_arms=3,
-    logit_scale=1.0,
-    categorical_shift=0.5,
-    pass_threshold=0.5,
-    show_progress=False,
-  )
-  with pytest.raises(ValueError, match="must name some of"):
-    study.run(str(tmp_path), objectives=["median"], **kwargs)
-  with pytest.raises(ValueError, match="give no row"):
-    study.run(str(tmp_path), objectives=["min"], **kwargs)
+def test_run_checks_the_config_before_writing_anything(tmp_path):
+  # Unknown objectives, and rank objectives without the categorical bandit (no row).
+  for fields in dict(objectives="median"), dict(objectives="min", policies="gaussian"):
+    with pytest.raises(config_checks.ConfigError, match="config.objectives="):
+      study.run(_config(**fields), str(tmp_path / "out"), show_progress=False)
+  assert not (tmp_path / "out").exists()

@@ -13,22 +13,22 @@ from tests import REPO_ROOT
 from tests import WAIT_S
 
 _TINY = [
-  "--n_max=20",
-  "--num_n=4",
-  "--uniform_sizes=5",
-  "--cherry_size=6",
-  "--cherry_eps=0.01",
-  "--dirichlet_alphas=0.5",
-  "--dirichlet_size=8",
-  "--num_mc_draws=3",
-  "--num_thresholds=3",
-  "--rr_max_tries=2",
-  "--nofloat64",
-  "--proxy_arms=20",
-  "--proxy_sigmas=0,1",
-  "--proxy_n_max=8",
-  "--proxy_num_n=3",
-  "--proxy_mc_draws=5",
+  "--config.n_max=20",
+  "--config.num_n=4",
+  "--config.uniform_sizes=5",
+  "--config.cherry_size=6",
+  "--config.cherry_eps=0.01",
+  "--config.dirichlet_alphas=0.5",
+  "--config.dirichlet_size=8",
+  "--config.num_mc_draws=3",
+  "--config.num_thresholds=3",
+  "--config.rr_max_tries=2",
+  "--config.float64=False",
+  "--config.proxy_arms=20",
+  "--config.proxy_sigmas=0,1",
+  "--config.proxy_n_max=8",
+  "--config.proxy_num_n=3",
+  "--config.proxy_mc_draws=5",
 ]
 
 
@@ -45,7 +45,7 @@ def _run(*args):
 
 
 def test_binary_writes_every_output(tmp_path):
-  proc = _run(f"--out_dir={tmp_path}", "--seed=1", *_TINY)
+  proc = _run(f"--workdir={tmp_path}", "--config.seed=1", *_TINY)
   assert proc.returncode == 0, proc.stderr[-3000:]
   names = {
     "results.csv",
@@ -70,29 +70,38 @@ def test_binary_writes_every_output(tmp_path):
   assert {r["max_tries"] for r in rows if r["method"] == "rewind_repeat"} == {"none", "2"}
   with open(tmp_path / "config.json") as f:
     config = json.load(f)
-  assert config["num_mc_draws"] == 3 and config["uniform_sizes"] == ["5"]
+  assert config["num_mc_draws"] == 3 and config["uniform_sizes"] == "5"
+  assert config["float64"] is False and config["workdir"] == str(tmp_path)
   with open(tmp_path / "summary.json") as f:
     summary = json.load(f)
   assert list(summary) == sorted(refs) and summary == json.loads(proc.stdout)
   with open(tmp_path / "proxy.csv") as f:
     proxy_rows = list(csv.DictReader(f))
   assert len(proxy_rows) == 2 * 2 * 3  # Error families x sigmas x n grid [1, 3, 8].
-  assert config["proxy_sigmas"] == ["0", "1"]
+  assert config["proxy_sigmas"] == "0,1"
 
 
 @pytest.mark.parametrize(
-  "flag, rule",
+  "flag, line",
   [
-    ("--num_mc_draws=0", "must be an integer >= 1"),
-    ("--uniform_sizes=10,0", "has '0'"),
-    ("--out_dir=README.md/sub", "cannot be created: "),  # Below a file (in the repository).
+    ("--config.num_mc_draws=0", "config.num_mc_draws=0 must be an integer >= 1."),
+    (
+      "--config.uniform_sizes=10,0",
+      "config.uniform_sizes='10,0' has '0': must be a comma-separated list of integers >= 1.",
+    ),
   ],
 )
-def test_bad_flag_exits_with_one_line_naming_it(tmp_path, flag, rule):
+def test_bad_config_value_exits_1_with_one_line_naming_it(tmp_path, flag, line):
   out_dir = tmp_path / "out"
-  proc = _run(f"--out_dir={out_dir}", flag)
+  proc = _run(f"--workdir={out_dir}", flag)
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+  assert proc.stderr.strip().splitlines()[-1] == f"experiments.best_of_n: {line}", proc.stderr
+  assert not out_dir.exists()  # Nothing written.
+
+
+@pytest.mark.parametrize("flag", ["--workdir", "--out_dir"])  # --out_dir: its old name.
+def test_bad_workdir_exits_with_one_line_naming_it(tmp_path, flag):
+  proc = _run(f"{flag}=README.md/sub")  # Below a file (in the repository).
   assert proc.returncode != 0
   errors = [line for line in proc.stderr.splitlines() if "Flags parsing error" in line]
-  name = flag.split("=")[0]
-  assert len(errors) == 1 and name in errors[0] and rule in errors[0], proc.stderr
-  assert not out_dir.exists()  # Nothing written.
+  assert len(errors) == 1 and "--workdir" in errors[0] and "cannot be created: " in errors[0]

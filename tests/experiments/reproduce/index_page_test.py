@@ -132,9 +132,13 @@ def test_each_stage_shows_its_own_command_and_sizes(tmp_path):
   md_path, html_path = index_page.write_index(str(tmp_path), [now, earlier])
   md, page = open(md_path).read(), open(html_path).read()
   sections = dict(s.split("\n", 1) for s in md.split("\n## ")[1:])
-  assert "`python -m experiments.best_of_n --out_dir=best_of_n --seed=7`" in sections["best_of_n"]
+  command = (
+    "`python -m experiments.best_of_n --workdir=best_of_n "
+    "--config=experiments/best_of_n/configs/default.py --config.seed=7`"
+  )
+  assert command in sections["best_of_n"]
   assert "SMOKE" not in sections["best_of_n"]
-  assert "--seed=0 --ns=4,8" in sections["bandit_variance"]
+  assert "configs/default.py:smoke --config.seed=0`" in sections["bandit_variance"]
   assert "> **Warning:** SMOKE sizes (`--smoke`)" in sections["bandit_variance"]
   assert "| [best_of_n](#best_of_n) | ok | full | 1 | 0 |" in md
   assert "| [bandit_variance](#bandit_variance) | from an earlier run | smoke | 1 | 0 |" in md

@@ -38,7 +38,7 @@ def smoke_run(tmp_path_factory):
   out = tmp_path_factory.mktemp("smoke") / "reproduce"
   stages = "--stages=best_of_n,bandit_variance,bandit_training"
   proc = binaries.run(
-    "experiments.reproduce", f"--out_dir={out}", "--smoke", "--seed=1", stages, check=False
+    "experiments.reproduce", f"--workdir={out}", "--smoke", "--seed=1", stages, check=False
   )
   assert proc.returncode == 0, proc.stdout + proc.stderr
   return out, proc
@@ -70,7 +70,7 @@ def test_smoke_run_writes_index_with_every_figure(smoke_run):
   for stage in ("best_of_n", "bandit_variance", "bandit_training"):
     assert (out / stage / "results.csv").exists() and (out / stage / "log.txt").exists()
     record = runner.read_record(str(out / stage))
-    assert record.ok and record.smoke and "--seed=1" in record.command
+    assert record.ok and record.smoke and "--config.seed=1" in record.command
     assert f"`{record.command}`" in index_md
   # Figures at a legible size: at least 1000 px wide (PNG header: width at bytes 16-20).
   for png in pngs:
@@ -173,7 +173,7 @@ def test_reused_stages_on_a_second_run(smoke_run):
   out, _ = smoke_run
   proc = binaries.run(
     "experiments.reproduce",
-    f"--out_dir={out}",
+    f"--out_dir={out}",  # The old name of --workdir.
     "--smoke",
     "--seed=1",
     "--stages=best_of_n",
@@ -184,7 +184,7 @@ def test_reused_stages_on_a_second_run(smoke_run):
 
 @pytest.mark.parametrize("flag", ["--stages=best_of_n,nope", "--stage_timeout=-5"])
 def test_bad_flag_exits_nonzero_naming_it(flag, tmp_path):
-  proc = binaries.run("experiments.reproduce", f"--out_dir={tmp_path / 'out'}", flag, check=False)
+  proc = binaries.run("experiments.reproduce", f"--workdir={tmp_path / 'out'}", flag, check=False)
   assert proc.returncode != 0
   assert flag.split("=")[0] in proc.stderr
   assert not (tmp_path / "out").exists()
@@ -194,7 +194,7 @@ def test_selecting_no_stage_is_refused_and_leaves_the_folder_as_it_was(smoke_run
   out, _ = smoke_run
   before = {name: (out / name).read_bytes() for name in ("index.md", "index.html", "config.json")}
   proc = binaries.run(
-    "experiments.reproduce", f"--out_dir={out}", "--stages=lm", "--nolm", "--seed=7", check=False
+    "experiments.reproduce", f"--workdir={out}", "--stages=lm", "--nolm", "--seed=7", check=False
   )
   assert proc.returncode == 1 and proc.stdout == ""
   assert "--stages=lm with --nolm selects no stage." in proc.stderr.splitlines()[0]
@@ -216,7 +216,7 @@ def test_a_stage_out_of_time_says_how_to_go_on_and_the_page_keeps_each_stages_co
   # best_of_n at full size and another seed, killed at a 1 s limit.
   proc = binaries.run(
     "experiments.reproduce",
-    f"--out_dir={out}",
+    f"--workdir={out}",
     "--stages=best_of_n",
     "--seed=7",
     "--stage_timeout=1",
@@ -231,13 +231,17 @@ def test_a_stage_out_of_time_says_how_to_go_on_and_the_page_keeps_each_stages_co
   # stage's outputs.
   md = (out / "index.md").read_text()
   sections = dict(s.split("\n", 1) for s in md.split("\n## ")[1:])
-  assert "`python -m experiments.best_of_n --out_dir=best_of_n --seed=7`" in sections["best_of_n"]
+  command = (
+    "`python -m experiments.best_of_n --workdir=best_of_n "
+    "--config=experiments/best_of_n/configs/default.py --config.seed=7`"
+  )
+  assert command in sections["best_of_n"]
   assert f"> **Warning:** {status}" in sections["best_of_n"]
   assert ".png" not in sections["best_of_n"] and "SMOKE" not in sections["best_of_n"]
   assert f"| [best_of_n](#best_of_n) | {status} | full |" in md
   for stage in ("bandit_variance", "bandit_training"):
     assert f"| [{stage}](#{stage}) | from an earlier run | smoke |" in md
-    assert "--seed=1 " in sections[stage] and "--seed=7" not in sections[stage]
+    assert "--config.seed=1`" in sections[stage] and "--config.seed=7" not in sections[stage]
     assert "> **Warning:** SMOKE sizes" in sections[stage]
 
 

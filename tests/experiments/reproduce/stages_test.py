@@ -1,9 +1,11 @@
 """The reproduction's stages: the commands each stage runs."""
 
+import os
 import sys
 
 from experiments.reproduce import runner
 from experiments.reproduce import stages as stages_lib
+from tests import REPO_ROOT
 
 
 def test_stage_commands():
@@ -17,7 +19,19 @@ def test_stage_commands():
     "--config=experiments/lm/configs/tiny.py",
     "--config.seed=3",
   ]
-  assert full["best_of_n"].arguments("/o") == ["--out_dir=/o", "--seed=3"]
+  assert full["best_of_n"].arguments("/o") == [
+    "--workdir=/o",
+    "--config=experiments/best_of_n/configs/default.py",
+    "--config.seed=3",
+  ]
+  smoke = {s.name: s for s in stages_lib.stages(seed=0, smoke=True)}
+  for name in ("best_of_n", "bandit_variance", "bandit_training"):
+    # The smoke sizes are the binary's own "smoke" config (its tests check that it
+    # validates); the file is where the stage runs it from, the repository root.
+    config = f"experiments/{name}/configs/default.py"
+    assert smoke[name].flags == (f"--config={config}:smoke", "--config.seed=0")
+    assert os.path.isfile(os.path.join(REPO_ROOT, config))
+  assert smoke["lm"].flags == ("--config=experiments/lm/configs/tiny.py:micro", "--config.seed=0")
   assert full["notebooks"].command("/o")[1:] == ["-m", "notebooks", "--out_dir=/o"]
 
 

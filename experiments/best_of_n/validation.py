@@ -1,47 +1,20 @@
-"""Configuration of the best-of-n study: parsing and checking its flag values.
+"""The checks of a best-of-n config: :func:`validate`, called once by ``experiment.run``.
 
-:class:`Config` holds the parsed, checked values (the binary's defaults when built
-with no arguments). :func:`from_flag_values` builds one from raw flag values (list
-flags as lists of strings) and raises a ``ValueError`` naming the first bad flag;
-:func:`check_flag` checks one flag alone and is what the binary registers as its
-absl validators, so a bad value stops the binary before any output is written.
+Each field has a parser (:data:`PARSERS`) that checks its value and returns it parsed
+(list fields, comma-separated strings, as tuples); :func:`validate` runs them all and
+raises a :class:`experiments.config_checks.ConfigError` naming the first bad field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-import dataclasses
+from collections.abc import Callable, Sequence
 import math
 from typing import Any
 
+import ml_collections
+
+from experiments import config_checks
 from experiments.best_of_n import references
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """The study's settings (field names are the binary's flag names)."""
-
-  seed: int = 0
-  n_max: int = 10_000
-  num_n: int = 41
-  uniform_sizes: tuple[int, ...] = (10, 100, 1000, 10000)
-  cherry_eps: float = 1e-4
-  cherry_size: int = 100
-  cherry_step: float = 100.0
-  dirichlet_alphas: tuple[float, ...] = (0.1, 1.0)
-  dirichlet_size: int = 1000
-  num_mc_draws: int = 100
-  num_thresholds: int = 25
-  # Try limits of rewind-and-repeat besides the unlimited one, which always runs.
-  rr_max_tries: tuple[int, ...] = (16,)
-  float64: bool = True
-  # Best-of-n selected by a noisy proxy score (experiments.best_of_n.proxy).
-  proxy_arms: int = 1000
-  proxy_sigmas: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0)
-  proxy_t_df: float = 2.0
-  proxy_n_max: int = 1024
-  proxy_num_n: int = 21
-  proxy_mc_draws: int = 200
 
 
 def _int(value: Any, low: int) -> int:
@@ -98,11 +71,11 @@ def _distinct(values: Sequence[Any], key: Callable[[Any], Any] = lambda v: v) ->
 
 
 def _items(value: Any, parse: Callable[[str], Any], rule: str) -> tuple[Any, ...]:
-  """Parses every element of a list flag (or comma-separated string) with ``parse``."""
-  if isinstance(value, str):
-    value = value.split(",")
+  """Parses every item of a comma-separated list field with ``parse``."""
+  if not isinstance(value, str):
+    raise ValueError(f"must be a comma-separated string of {rule}")
   out = []
-  for item in (str(v).strip() for v in value):
+  for item in config_checks.split(value):
     try:
       out.append(parse(item))
     except ValueError:
@@ -150,7 +123,7 @@ def _bool(value: Any) -> bool:
   return value
 
 
-# Parsers of the raw flag values; each raises ValueError("<rule>") on a bad value.
+# Parsers of the config fields; each raises ValueError("<rule>") on a bad value.
 PARSERS: dict[str, Callable[[Any], Any]] = {
   "seed": lambda v: _int(v, 0),
   "n_max": lambda v: _int(v, 1),
@@ -174,47 +147,39 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def check_flag(name: str, value: Any) -> Any:
-  """Parses the raw value of flag ``name``; returns the parsed value.
-
-  Raises:
-    ValueError: ``"--NAME=VALUE <rule>"`` if the value breaks the flag's rule.
-  """
-  try:
-    return PARSERS[name](value)
-  except ValueError as e:
-    shown = ",".join(value) if isinstance(value, list | tuple) else value
-    raise ValueError(f"--{name}={shown} {e}.") from None
-
-
 def check_staircase(cherry_eps: float, cherry_step: float) -> None:
   """Checks that the staircase reference of ``cherry_eps`` and ``cherry_step`` exists.
 
   Raises:
-    ValueError: naming both flags when the levels would take more than all the mass.
+    experiments.config_checks.ConfigError: naming both fields when the levels would
+      take more than all the mass.
   """
   try:
     references.staircase_probs(cherry_eps, cherry_step)
   except ValueError:
-    raise ValueError(
-      f"--cherry_step={cherry_step} is too small for --cherry_eps={cherry_eps}: the "
-      "staircase levels above the lowest would take all the mass (use about 2 or more)."
-    ) from None
+    config_checks.fail(
+      "cherry_step",
+      cherry_step,
+      f"is too small for config.cherry_eps={cherry_eps}: the staircase levels above the "
+      "lowest would take all the mass (use about 2 or more)",
+    )
 
 
-def from_flag_values(values: Mapping[str, Any]) -> Config:
-  """A :class:`Config` from raw flag values; missing names keep their defaults.
+def validate(config: ml_collections.ConfigDict) -> ml_collections.FrozenConfigDict:
+  """Checks every field of ``config`` (see ``configs/default.py``); returns them parsed.
 
-  Args:
-    values: flag name -> value as absl holds it (list flags: lists of strings, or
-      comma-separated strings). Names that are not fields (e.g. ``out_dir``) are
-      ignored.
+  Returns:
+    The fields of ``config`` with list fields as tuples (``rr_max_tries`` without its
+    ``none`` entries: the unlimited try limit always runs).
 
   Raises:
-    ValueError: naming the first flag whose value is bad.
+    experiments.config_checks.ConfigError: naming the first bad field.
   """
-  fields = {f.name for f in dataclasses.fields(Config)}
-  parsed = {k: check_flag(k, v) for k, v in values.items() if k in fields}
-  config = Config(**parsed)
-  check_staircase(config.cherry_eps, config.cherry_step)
-  return config
+  parsed = {}
+  for name, value in config.items():
+    try:
+      parsed[name] = PARSERS[name](value)
+    except ValueError as e:
+      config_checks.fail(name, value, str(e))
+  check_staircase(parsed["cherry_eps"], parsed["cherry_step"])
+  return ml_collections.FrozenConfigDict(parsed)

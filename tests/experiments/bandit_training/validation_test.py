@@ -1,0 +1,64 @@
+"""Tests of experiments.bandit_training.validation: every bad config field is named."""
+
+import pytest
+
+from experiments import config_checks
+from experiments.bandit_training import validation
+from experiments.bandit_training.configs import default
+
+
+def _config(**fields):
+  config = default.get_config()
+  config.update(fields)
+  return config
+
+
+def test_default_and_smoke_configs_are_valid():
+  validation.validate(default.get_config())
+  smoke = default.get_config("smoke")
+  validation.validate(smoke)
+  assert (smoke.num_steps, smoke.num_seeds, smoke.k_schedules) == (20, 2, "1,4")
+
+
+@pytest.mark.parametrize(
+  "fields, name",
+  [
+    (dict(learning_rate=float("inf")), "learning_rate"),
+    (dict(learning_rate=0.0), "learning_rate"),
+    (dict(gaussian_learning_rate=float("nan")), "gaussian_learning_rate"),
+    (dict(num_steps=0), "num_steps"),
+    (dict(num_steps=-3), "num_steps"),
+    (dict(num_seeds=0), "num_seeds"),
+    (dict(n=0), "config.n="),
+    (dict(n=1), "config.n="),
+    (dict(inner_steps=0), "inner_steps"),
+    (dict(k_evals="0"), "k_evals"),
+    (dict(k_evals="2,x"), "k_evals"),
+    (dict(k_schedules=""), "k_schedules"),
+    (dict(k_schedules="8:0:1"), "k_schedules"),
+    (dict(k_schedules="8:400:1"), "k_schedules"),
+    (dict(k_schedules="4:100:2:50:1"), "k_schedules"),
+    (dict(k_schedules="16"), "k_schedules"),
+    (dict(k_schedules="8:100"), "k_schedules"),
+    (dict(pass_threshold=float("nan")), "pass_threshold"),
+    (dict(best_arm_prob=1.0), "best_arm_prob"),
+    (dict(decoy_reward=0.0), "decoy_reward"),
+    (dict(theta0=float("inf")), "theta0"),
+    (dict(sigma=-0.1), "sigma"),
+    (dict(num_arms=2), "num_arms"),  # The hard bandit (a default one) needs 3 arms.
+    (dict(num_arms=1, bandits="easy"), "num_arms"),
+    (dict(seed=-1), "seed"),
+    (dict(bandits="easy,medium"), "bandits"),
+    (dict(estimators="magic"), "magic"),
+    (dict(optimizer="rmsprop"), "optimizer"),
+  ],
+)
+def test_bad_field_raises_naming_it(fields, name):
+  with pytest.raises(config_checks.ConfigError, match=r"^config\.") as error:
+    validation.validate(_config(**fields))
+  assert name in str(error.value)
+
+
+def test_valid_configs_pass():
+  validation.validate(_config(bandits="easy", num_arms=2))  # Only the hard bandit needs 3.
+  validation.validate(_config(k_schedules="2:10:1", num_steps=11, n=2))
