@@ -176,15 +176,30 @@ def _sha256(path: str) -> str:
   return digest.hexdigest()
 
 
-def identity(stage: stages_lib.Stage, out_dir: str, env: Mapping[str, str]) -> str:
+def _config_files(stage: stages_lib.Stage) -> list[str]:
+  """The config files the stage's ``--config=PATH[:VARIANT]`` flags name."""
+  prefix = "--config="
+  return [f[len(prefix) :].split(":", 1)[0] for f in stage.flags if f.startswith(prefix)]
+
+
+def identity(
+  stage: stages_lib.Stage, out_dir: str, env: Mapping[str, str], *, cwd: str = "."
+) -> str:
   """Everything that decides the outputs of ``stage`` in ``out_dir``, one item a line.
 
-  Its command (interpreter, flags, output folder), its environment settings, its
-  sizes (smoke or full), the JAX backend, and the SHA-256 of each input file of an
-  earlier stage (or "absent"). Two runs of a stage with the same identity write the
-  same outputs.
+  Its command (interpreter, flags, output folder), the SHA-256 of the config file its
+  ``--config`` flag names (relative to ``cwd``, where the stage runs; its sizes live
+  there, not in the command, so an edited config reruns the stage), its environment
+  settings, its sizes (smoke or full), the JAX backend, and the SHA-256 of each input
+  file of an earlier stage (or "absent"). Two runs of a stage with the same identity
+  write the same outputs.
   """
   lines = [" ".join(stage.command(os.path.join(out_dir, stage.name)))]
+  for rel in _config_files(stage):
+    path = os.path.join(cwd, rel)
+    lines.append(
+      f"config {rel}: " + (f"sha256 {_sha256(path)}" if os.path.exists(path) else "absent")
+    )
   lines += [f"env {name}={value}" for name, value in stage.env]
   lines.append(f"smoke={stage.smoke}")
   lines += [f"env {name}={env.get(name, '')}" for name in _IDENTITY_ENV]
@@ -320,7 +335,7 @@ def run_stage(
   it starts) goes to its ``log.txt``, never to this process's terminal.
   """
   stage_dir = os.path.join(out_dir, stage.name)
-  wanted = identity(stage, out_dir, env)
+  wanted = identity(stage, out_dir, env, cwd=cwd)
   if not force and _finished(stage_dir, wanted):
     return "reused", 0.0
   _prepare(stage, stage_dir, wanted)

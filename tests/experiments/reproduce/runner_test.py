@@ -116,6 +116,20 @@ def _run(stage, out_dir, tmp_path, *, env=(), timeout=None):
   )
 
 
+def test_an_edited_config_file_reruns_its_stage(tmp_path):
+  # The stage's sizes live in the file its --config flag names, not in its command.
+  (tmp_path / "fake_stage.py").write_text(_FAKE_STAGE)
+  (tmp_path / "cfg.py").write_text("SIZE = 1\n")
+  stage = stages_lib.Stage("fake", "a fake stage", "fake_stage", ("--config=cfg.py:smoke",), 1)
+  out = tmp_path / "out"
+  assert _run(stage, out, tmp_path)[0] == "ok"
+  assert _run(stage, out, tmp_path)[0] == "reused"
+  (tmp_path / "cfg.py").write_text("SIZE = 2\n")
+  assert _run(stage, out, tmp_path)[0] == "ok"
+  assert _run(stage, out, tmp_path)[0] == "reused"
+  assert "config cfg.py: absent" in runner.identity(stage, str(out), {}, cwd=str(out))
+
+
 def test_a_stage_is_reused_only_when_its_identity_matches(tmp_path):
   out = tmp_path / "out"
   results = out / "fake" / "results.csv"
