@@ -16,8 +16,9 @@ import pytest
 
 from experiments.lm import contrasts
 from experiments.lm import reporting
-from experiments.lm import study_summary
 from experiments.lm.configs import study as study_config
+from experiments.lm.study import evaluation_tables
+from experiments.lm.study import runs as runs_lib
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 DOCS = os.path.join(_ROOT, "docs", "lm_study")
@@ -53,14 +54,14 @@ def test_each_runs_results_recompute_from_its_per_prompt_file(results):
       rows = list(csv.DictReader(f))
     (task,) = [t for t in study_config.TASKS if f"{t}_config.seed" in path]
     seed = int(rows[0]["seed"])
-    run = study_summary.run_from_prompt_rows(rows, task=task, seed=seed)
+    run = runs_lib.run_from_prompt_rows(rows, task=task, seed=seed)
     written = [r for r in results if (r["task"], int(r["seed"])) == (task, seed)]
-    study_summary.check_results(written, reporting.result_rows(run.evals, seed), path)
+    runs_lib.check_results(written, reporting.result_rows(run.evals, seed), path)
 
 
 def test_declared_contrasts_recompute_from_the_paired_file():
   written = _read("contrasts.csv")
-  recomputed = study_summary.contrast_rows(_read("paired.csv"))
+  recomputed = evaluation_tables.contrast_rows(_read("paired.csv"))
   assert len(written) == len(recomputed) == len(study_config.CONTRASTS) * len(study_config.TASKS)
   for old, new in zip(written, recomputed):
     assert list(old) == list(new)
@@ -164,3 +165,43 @@ def test_the_readme_check_sees_a_false_claim(readme):
   assert fewer != readme and lm_section_problems(fewer, rows)
   assert lm_section_problems(readme, rows[:-1])  # A row contrasts.csv lacks.
   assert lm_section_problems(readme.replace(BEGIN, "<!-- "), rows)
+
+
+def figure_embeds(folder):
+  """(figures of ``folder`` the README does not embed, embeds without a line of
+  explanation below them): every PNG must appear as ``![alt](name.png)`` followed by
+  a blank line and one italic line."""
+  with open(os.path.join(folder, "README.md")) as f:
+    lines = f.read().splitlines()
+  embedded = {}
+  for i, line in enumerate(lines):
+    match = re.fullmatch(r"!\[[^\]]+\]\(([\w.]+\.png)\)", line)
+    if match:
+      below = lines[i + 1 : i + 3]
+      explained = below[:1] == [""] and len(below) == 2 and re.fullmatch(r"\*[^*]+\*", below[1])
+      embedded[match.group(1)] = bool(explained)
+  pngs = {n for n in os.listdir(folder) if n.endswith(".png")}
+  return sorted(pngs - set(embedded)), sorted(n for n, ok in embedded.items() if not ok)
+
+
+def test_the_readme_embeds_every_figure_with_a_line_of_explanation():
+  assert figure_embeds(DOCS) == ([], [])
+
+
+def test_annealed_and_constant_k_train_alike_up_to_the_switch():
+  """The training figure's claim: within a seed, max@k annealed 8 -> 1 (k = 8 for the
+  first 60 RL steps) and max@k at k_opt = 8 log the same steps up to step 60, since
+  they share k, prompts and sampling keys; they part after it."""
+  paths = sorted(glob.glob(os.path.join(DOCS, "runs", "*", "steps.csv")))
+  assert len(paths) == len(study_config.TASKS) * len(study_config.SEEDS)
+  for path in paths:
+    with open(path, newline="") as f:
+      rows = [r for r in csv.DictReader(f) if r["stage"] == "rl"]
+    columns = ("reward", "entropy", "kl_to_warm_start", "clip_frac", "grad_norm")
+    curves = {
+      run: {int(float(r["step"])): tuple(r[c] for c in columns) for r in rows if r["run"] == run}
+      for run in ("max_at_k_k8", "max_at_k_k8-60-1")
+    }
+    a, b = curves.values()
+    assert all(a[s] == b[s] for s in range(1, 61)), path
+    assert any(a[s] != b[s] for s in a if s > 61), path

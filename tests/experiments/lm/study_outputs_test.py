@@ -15,9 +15,11 @@ import pytest
 
 from experiments.lm import contrasts
 from experiments.lm import reporting
-from experiments.lm import study_summary
 from experiments.lm.configs import study as study_config
+from experiments.lm.study import evaluation_tables
+from experiments.lm.study import runs as runs_lib
 from tests.experiments.lm.reporting_test import CONTRACT_COLUMNS
+from tests.experiments.lm.study_8seed_outputs_test import figure_embeds
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 DOCS = os.path.join(_ROOT, "docs", "lm_study_3seed")
@@ -59,9 +61,9 @@ def test_results_recompute_from_the_per_prompt_file(results):
     groups.setdefault((row["task"], int(row["seed"])), []).append(row)
   assert len(groups) == len({(r["task"], r["seed"]) for r in results})
   for (task, seed), rows in groups.items():
-    run = study_summary.run_from_prompt_rows(rows, task=task, seed=seed)
+    run = runs_lib.run_from_prompt_rows(rows, task=task, seed=seed)
     written = [r for r in results if (r["task"], int(r["seed"])) == (task, seed)]
-    study_summary.check_results(written, reporting.result_rows(run.evals, seed), f"{task}/{seed}")
+    runs_lib.check_results(written, reporting.result_rows(run.evals, seed), f"{task}/{seed}")
 
 
 def test_intervals_contain_their_estimates(results):
@@ -78,7 +80,7 @@ def test_intervals_contain_their_estimates(results):
 def test_contrasts_recompute_from_the_paired_file():
   """contrasts.csv holds what study_summary computes from the committed paired.csv."""
   written = _read("contrasts.csv")
-  recomputed = study_summary.contrast_rows(_read("paired.csv"))
+  recomputed = evaluation_tables.contrast_rows(_read("paired.csv"))
   assert len(written) == len(recomputed) == len(study_config.TASKS) * 8
   for old, new in zip(written, recomputed):
     assert list(old) == list(new)
@@ -127,3 +129,7 @@ def test_the_study_is_complete_and_its_title_counts_it(results):
     report = f.read()
   assert report.startswith("# LM study: every estimator, two tasks, three seeds\n")
   assert "INCOMPLETE" not in report
+
+
+def test_the_readme_embeds_every_figure_with_a_line_of_explanation():
+  assert figure_embeds(DOCS) == ([], [])

@@ -1,4 +1,5 @@
-"""Tests of experiments.lm.study_summary on small synthetic study folders."""
+"""Tests of experiments.lm.study (the library of experiments.lm.study_summary) on small
+synthetic study folders."""
 
 import csv
 import json
@@ -13,10 +14,21 @@ from scipy import stats
 from experiments import outputs
 from experiments.lm import contrasts
 from experiments.lm import dynamics
-from experiments.lm import plotting
 from experiments.lm import reporting
-from experiments.lm import study_summary
 from experiments.lm.configs import study as study_config
+from experiments.lm.study import evaluation_tables
+from experiments.lm.study import figures
+from experiments.lm.study import files
+from experiments.lm.study import loading
+from experiments.lm.study import markdown
+from experiments.lm.study import methods as methods_lib
+from experiments.lm.study import plot_curves
+from experiments.lm.study import report as report_lib
+from experiments.lm.study import runs as runs_lib
+from experiments.lm.study import seeds as seeds_lib
+from experiments.lm.study import styles as styles_lib
+from experiments.lm.study import summary as summary_lib
+from experiments.lm.study import training_tables
 from tests import binaries
 
 N = 8  # Samples per problem.
@@ -155,8 +167,8 @@ def _out(tmp_path_factory):
   root = tmp_path_factory.mktemp("summary")
   out = str(root / "out")
   with pytest.MonkeyPatch.context() as patch:
-    patch.setattr(study_summary, "write_figures", lambda *args: FIGURE_CALLS.append(args))
-    study_summary.summarize(_make_study(str(root / "study")), out)
+    patch.setattr(figures, "write_figures", lambda *args: FIGURE_CALLS.append(args))
+    summary_lib.summarize(_make_study(str(root / "study")), out)
   return out
 
 
@@ -277,9 +289,7 @@ def test_contrasts_are_holm_corrected_over_every_task(out):
 
 def test_contrasts_from_a_committed_paired_file(out, tmp_path):
   """--from_paired rebuilds contrasts.csv from paired.csv alone, identically."""
-  written = study_summary.contrasts_from_paired(
-    os.path.join(out, "paired.csv"), str(tmp_path / "o")
-  )
+  written = summary_lib.contrasts_from_paired(os.path.join(out, "paired.csv"), str(tmp_path / "o"))
   assert len(written) == 2 * len(study_config.CONTRASTS)
   assert os.listdir(tmp_path / "o") == ["contrasts.csv"]
   with open(tmp_path / "o" / "contrasts.csv") as f, open(os.path.join(out, "contrasts.csv")) as g:
@@ -291,8 +301,8 @@ def test_contrasts_from_a_committed_paired_file(out, tmp_path):
     writer = csv.DictWriter(f, fieldnames=list(rows[0]))
     writer.writeheader()
     writer.writerows(rows)
-  with pytest.raises(study_summary.StudyError, match="no paired difference max_at_k_k8-60-1"):
-    study_summary.contrasts_from_paired(bad, str(tmp_path / "c"))
+  with pytest.raises(files.StudyError, match="no paired difference max_at_k_k8-60-1"):
+    summary_lib.contrasts_from_paired(bad, str(tmp_path / "c"))
   _replace_in(bad, "diff_se", "diff_sd")
   proc = binaries.run(
     "experiments.lm.study_summary",
@@ -306,11 +316,11 @@ def test_contrasts_from_a_committed_paired_file(out, tmp_path):
 
 
 def test_one_seed_has_no_across_seeds_interval():
-  mean, lo, hi = study_summary.across_seeds([0.3], (0.0, 1.0))
+  mean, lo, hi = seeds_lib.across_seeds([0.3], (0.0, 1.0))
   assert mean == 0.3 and math.isnan(lo) and math.isnan(hi)
-  mean, lo, hi = study_summary.across_seeds([0.3, float("nan"), 0.5], (0.0, 1.0))
+  mean, lo, hi = seeds_lib.across_seeds([0.3, float("nan"), 0.5], (0.0, 1.0))
   assert math.isnan(mean) and math.isnan(lo) and math.isnan(hi)
-  iv = study_summary.seed_interval([0.3], [0.01])
+  iv = seeds_lib.seed_interval([0.3], [0.01])
   assert float(iv.mean) == 0.3 and math.isnan(iv.lo) and math.isnan(iv.p_value)
 
 
@@ -328,7 +338,7 @@ def test_unsolved_pooled_over_seeds(out):
 
 def test_outputs_figures_and_report(out):
   for name in (
-    *study_summary.GATHERED,
+    *evaluation_tables.GATHERED,
     "contrasts.csv",
     "summary.csv",
     "paired_summary.csv",
@@ -361,7 +371,7 @@ def test_outputs_figures_and_report(out):
     "## Exploratory",
   ]
   declared = report.index("## Declared contrasts")
-  table = "\n".join(study_summary.declared_table(_read(os.path.join(out, "contrasts.csv"))))
+  table = "\n".join(markdown.declared_table(_read(os.path.join(out, "contrasts.csv"))))
   assert table in report[declared : report.index("## Warm start")]
   assert report.index("## Exploratory") < report.index(
     "### countdown", report.index("## Exploratory")
@@ -387,26 +397,26 @@ def test_a_results_file_that_disagrees_with_its_prompts_stops(study, tmp_path):
     writer = csv.DictWriter(f, fieldnames=list(rows[0]))
     writer.writeheader()
     writer.writerows(rows)
-  with pytest.raises(study_summary.StudyError, match="countdown_seed1.*disagrees"):
-    study_summary.summarize(study, str(tmp_path / "out"))
+  with pytest.raises(files.StudyError, match="countdown_seed1.*disagrees"):
+    summary_lib.summarize(study, str(tmp_path / "out"))
 
 
 def test_unfinished_and_duplicate_runs_stop(study):
   # A run without prompts.csv, once accepted only when no other run lacked it.
   os.remove(os.path.join(study, "countdown_seed1", "prompts.csv"))
-  with pytest.raises(study_summary.StudyError, match="countdown seed 1: unfinished.*prompts.csv"):
-    study_summary.load_study(study)
+  with pytest.raises(files.StudyError, match="countdown seed 1: unfinished.*prompts.csv"):
+    loading.load_study(study)
   shutil.rmtree(os.path.join(study, "countdown_seed1"))
   shutil.copytree(os.path.join(study, "countdown_seed0"), os.path.join(study, "zz_copy"))
-  with pytest.raises(study_summary.StudyError, match="Two runs of task countdown, seed 0"):
-    study_summary.load_study(study)
+  with pytest.raises(files.StudyError, match="Two runs of task countdown, seed 0"):
+    loading.load_study(study)
 
 
 def test_missing_or_empty_study_dir_stops(tmp_path):
-  with pytest.raises(study_summary.StudyError, match="not a folder"):
-    study_summary.load_study(str(tmp_path / "nope"))
-  with pytest.raises(study_summary.StudyError, match="No finished run folders"):
-    study_summary.load_study(str(tmp_path))
+  with pytest.raises(files.StudyError, match="not a folder"):
+    loading.load_study(str(tmp_path / "nope"))
+  with pytest.raises(files.StudyError, match="No finished run folders"):
+    loading.load_study(str(tmp_path))
 
 
 def _rewrite_json(path, **changes):
@@ -452,8 +462,8 @@ def _rewrite_json(path, **changes):
 )
 def test_an_incomplete_study_stops(study, damage, expected):
   damage(study)
-  with pytest.raises(study_summary.StudyError, match=expected):
-    study_summary.load_study(study)
+  with pytest.raises(files.StudyError, match=expected):
+    loading.load_study(study)
 
 
 def test_runs_listed_by_the_launcher_must_all_be_there(study):
@@ -462,19 +472,19 @@ def test_runs_listed_by_the_launcher_must_all_be_there(study):
   listed.append({"name": "other", "binary": "experiments.best_of_n"})  # Not the study's.
   with open(os.path.join(study, "runs.json"), "w") as f:
     json.dump(listed, f)
-  with pytest.raises(study_summary.StudyError, match="config.seed-3: listed in runs.json"):
-    study_summary.load_study(study)
+  with pytest.raises(files.StudyError, match="config.seed-3: listed in runs.json"):
+    loading.load_study(study)
   listed.pop(-2)
   with open(os.path.join(study, "runs.json"), "w") as f:
     json.dump(listed, f)
-  assert len(study_summary.load_study(study).runs) == 6
+  assert len(loading.load_study(study).runs) == 6
 
 
 def test_allow_incomplete_names_the_missing_runs_first(study, tmp_path, monkeypatch):
-  monkeypatch.setattr(study_summary, "write_figures", lambda *args: [])  # Not read here.
+  monkeypatch.setattr(figures, "write_figures", lambda *args: [])  # Not read here.
   shutil.rmtree(os.path.join(study, "program_seed2"))
   out = str(tmp_path / "out")
-  study_summary.summarize(study, out, allow_incomplete=True)
+  summary_lib.summarize(study, out, allow_incomplete=True)
   with open(os.path.join(out, "README.md")) as f:
     report = f.read().splitlines()
   assert report[0] == "# LM study: base, GRPO and max@k, two tasks, three seeds"
@@ -492,11 +502,9 @@ def test_report_title_counts_the_tasks_and_seeds_summarised():
   evals = (ev("base"), ev("grpo/ppo_clip"), ev("max_at_k/loo_minus_one/exact"), ev("max_at_k/x"))
 
   def runs(tasks, seeds, evals=evals):
-    return [
-      study_summary.Run("", t, s, evals, np.zeros(0), (), (), 0.0) for t in tasks for s in seeds
-    ]
+    return [runs_lib.Run("", t, s, evals, np.zeros(0), (), (), 0.0) for t in tasks for s in seeds]
 
-  title = study_summary.report_title
+  title = report_lib.report_title
   assert title(runs(TASKS, (0, 1, 2))) == "# LM study: base, GRPO and max@k, two tasks, three seeds"
   assert title(runs(TASKS, (4, 7))) == "# LM study: base, GRPO and max@k, two tasks, two seeds"
   assert (
@@ -597,8 +605,8 @@ def _truncate(path):
 )
 def test_a_damaged_file_is_named(study, tmp_path, damage, expected):
   damage(study)
-  with pytest.raises(study_summary.StudyError, match=expected):
-    study_summary.summarize(study, str(tmp_path / "out"))
+  with pytest.raises(files.StudyError, match=expected):
+    summary_lib.summarize(study, str(tmp_path / "out"))
   assert not (tmp_path / "out").exists()
 
 
@@ -615,11 +623,11 @@ def test_correct_must_be_a_count_of_n():
     "rewards": "0 1",
   }
   for correct in ("x", "3", "-1", "1.5"):
-    with pytest.raises(study_summary.StudyError, match=f"line 2: correct='{correct}'"):
-      study_summary.run_from_prompt_rows([{**base, "correct": correct}], task="t", seed=0)
+    with pytest.raises(files.StudyError, match=f"line 2: correct='{correct}'"):
+      runs_lib.run_from_prompt_rows([{**base, "correct": correct}], task="t", seed=0)
   for rewards in ("0", "0 1 1", "0 nan", "0 2"):
-    with pytest.raises(study_summary.StudyError, match="line 2: rewards must be 2 numbers"):
-      study_summary.run_from_prompt_rows(
+    with pytest.raises(files.StudyError, match="line 2: rewards must be 2 numbers"):
+      runs_lib.run_from_prompt_rows(
         [{**base, "correct": "1", "rewards": rewards}], task="t", seed=0
       )
 
@@ -655,8 +663,8 @@ def test_a_split_with_overlap_stops(study, tmp_path):
     split = json.load(f)
   with open(path, "w") as f:
     json.dump({**split, "overlap": 3}, f)
-  with pytest.raises(study_summary.StudyError, match="program_seed2.*3 training problems"):
-    study_summary.summarize(study, str(tmp_path / "out"))
+  with pytest.raises(files.StudyError, match="program_seed2.*3 training problems"):
+    summary_lib.summarize(study, str(tmp_path / "out"))
 
 
 def test_unsolved_difference_to_base_across_seeds(out):
@@ -833,15 +841,133 @@ def test_figures(out, tmp_path):
   figure runs k over 1..n."""
   ((_, tables, tasks, steps),) = FIGURE_CALLS
   assert tasks == list(TASKS) and sorted(steps) == [(t, s) for t in TASKS for s in SEEDS]
-  paths = study_summary.write_figures(str(tmp_path), tables, ["program"], steps)
+  paths = figures.write_figures(str(tmp_path), tables, ["program"], steps)
   names = ("pass_at_k", "bins", "contrasts", "rewards", "training", "warm_start")
   assert sorted(paths) == sorted(str(tmp_path / f"{name}_program.png") for name in names)
   assert all(os.path.getsize(p) > 10_000 for p in paths)
   rows = [r for r in tables["summary.csv"] if r["task"] == "program" and r["scope"] == "all"]
-  fig = plotting.study_pass_at_k_figure(rows, "t")
+  methods = methods_lib.methods_of_rows(rows)
+  panels = styles_lib.pass_at_k_panels(methods)
+  fig = plot_curves.study_pass_at_k_figure(rows, panels, styles_lib.run_styles(methods), "t")
   axes = [ax for ax in fig.axes if ax.lines]
-  # The off-policy panel has one run besides base here: two panels, pass@k and max@k.
+  # No run has other off-policy weights here: two panels, pass@k and max@k.
+  assert [title for title, _ in panels] == ["estimators", "k_opt and annealing"]
   assert len(axes) == 4
   for ax in axes:
     assert ax.get_xlim() == pytest.approx((1, N))
     assert all(list(line.get_xdata()) == list(range(1, N + 1)) for line in ax.lines)
+
+
+# The first study's arms (docs/lm_study_3seed): (rl_run, method, k_opt).
+ARMS_3SEED = (
+  ("base", "base", ""),
+  ("grpo", "grpo/ppo_clip", "n/a"),
+  ("rloo", "rloo/ppo_clip", "n/a"),
+  ("max_at_k_k1", "max_at_k/loo_minus_one/exact", "1"),
+  ("max_at_k_k4", "max_at_k/loo_minus_one/exact", "4"),
+  ("max_at_k_k8", "max_at_k/loo_minus_one/exact", "8"),
+  ("max_at_k_k8-60-1", "max_at_k/loo_minus_one/anneal/exact", "8:60:1"),
+  ("max_at_k_k4_first_order", "max_at_k/loo_minus_one/first_order", "4"),
+  ("max_at_k_k4_ppo_clip", "max_at_k/loo_minus_one/ppo_clip", "4"),
+)
+
+
+def _arm_methods():
+  return methods_lib.methods_of_rows(
+    {"rl_run": run, "method": method, "k_opt": k_opt} for run, method, k_opt in ARMS_3SEED
+  )
+
+
+def test_one_label_and_colour_per_run_in_every_panel():
+  """A run shown in several panels (max@k at k_opt = 4 in the k_opt and the
+  off-policy panels) keeps its label and colour; different runs differ in either."""
+  methods = _arm_methods()
+  panels = styles_lib.pass_at_k_panels(methods)
+  assert panels == [
+    ("estimators", ["base", "grpo", "rloo", "max_at_k_k1", "max_at_k_k8"]),
+    ("k_opt and annealing", ["base", *[run for run, *_ in ARMS_3SEED[3:7]]]),
+    (
+      "off-policy weights, k_opt=4",
+      ["base", "max_at_k_k4", "max_at_k_k4_first_order", "max_at_k_k4_ppo_clip"],
+    ),
+  ]
+  rows = [
+    {
+      "rl_run": run,
+      "k_eval": k,
+      **{m + s: 0.5 for m in ("pass_at_k", "max_at_k") for s in ("", "_lo", "_hi")},
+    }
+    for run, *_ in ARMS_3SEED
+    for k in (1, 2, 4)
+  ]
+  styles = styles_lib.run_styles(methods)
+  fig = plot_curves.study_pass_at_k_figure(rows, panels, styles, "t")
+  drawn = {}
+  for ax in fig.axes:
+    for line in ax.lines:
+      drawn.setdefault(line.get_label(), set()).add(line.get_color())
+  assert all(len(colors) == 1 for colors in drawn.values()), drawn
+  assert len(drawn) == len(ARMS_3SEED)  # One label per run, in every panel.
+  looks = {(s.color, s.linestyle) for s in styles.values()}
+  assert len(looks) == len(ARMS_3SEED)
+  assert styles["max_at_k_k4"].label == "max@k, k_opt=4, exact"
+  assert styles["max_at_k_k4_ppo_clip"].label == "max@k, k_opt=4, PPO-clip"
+
+
+def test_methods_from_the_runs_records():
+  methods = _arm_methods()
+  assert methods_lib.own_k(methods["grpo"]) == 1 and methods_lib.own_k(methods["rloo"]) == 1
+  assert methods_lib.own_k(methods["max_at_k_k8-60-1"]) == 1
+  assert methods_lib.own_k(methods["max_at_k_k4_first_order"]) == 4
+  assert methods_lib.reference_run(methods.values()) == "grpo"
+  # Only the annealed run and max@k at its first k, same weights, train alike.
+  assert methods_lib.coinciding_runs(methods.values()) == [("max_at_k_k8-60-1", "max_at_k_k8", 60)]
+  # paired.csv holds each later run minus each earlier one.
+  runs = [run for run, *_ in ARMS_3SEED]
+  present = {(a, b) for i, a in enumerate(runs) for b in runs[:i]}
+  pairs = methods_lib.key_pairs(methods, present)
+  # Each declared pair once (two contrasts may compare one pair at two k).
+  questions = {(c.a, c.b): c.question.split(" at ")[0] for c in reversed(study_config.CONTRASTS)}
+  declared = list(dict.fromkeys((c.a, c.b) for c in study_config.CONTRASTS))
+  assert [(a, b) for a, b, _ in pairs[: len(declared)]] == declared
+  assert len({frozenset((a, b)) for a, b, _ in pairs}) == len(pairs)
+  assert all((a, b) in present for a, b, _ in pairs)
+  labels = [label for *_, label in pairs]
+  # k_opt = 4 ran with three weights here: its label names them.
+  shown = [label.replace("k_opt = 4 exact", "k_opt = 4") for label in labels[: len(declared)]]
+  assert shown == [questions[pair] for pair in declared]
+  for expected in (
+    "RLOO vs base",
+    "RLOO vs GRPO",
+    "k_opt = 4 exact vs k_opt = 1",
+    "annealed 8 -> 1 vs k_opt = 1",
+    "k_opt = 4 first-order vs k_opt = 4 exact",
+    "k_opt = 4 PPO-clip vs k_opt = 4 exact",
+  ):
+    assert expected in labels
+  # Runs the study did not run give no pair.
+  assert methods_lib.key_pairs(methods, {("grpo", "base")}) == [("grpo", "base", "GRPO vs base")]
+
+
+def test_the_training_figure_says_which_curves_coincide(out):
+  ((_, tables, _, steps),) = FIGURE_CALLS
+  rows = [r for r in tables["summary.csv"] if r["task"] == "program" and r["scope"] == "all"]
+  methods = methods_lib.methods_of_rows(rows)
+  coinciding = methods_lib.coinciding_runs(methods.values())
+  assert coinciding == [("max_at_k_k8-60-1", "max_at_k_k8", 60)]
+  curves = training_tables.training_curves(
+    steps, "program", ["reward", "entropy", "kl_to_warm_start", "clip_frac"]
+  )
+  fig = plot_curves.study_training_figure(curves, styles_lib.run_styles(methods), "t", coinciding)
+  notes = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+  assert any(
+    "step 60" in t
+    and "max@k, annealed 8 -> 1 and max@k, k_opt=8 are identical by construction" in t
+    for t in notes
+  ), notes
+  with open(os.path.join(out, "README.md")) as f:
+    report = " ".join(f.read().split())
+  assert (
+    "Up to step 60 (dotted line) annealed 8 -> 1 and k_opt = 8 are identical by construction"
+    in report
+  )

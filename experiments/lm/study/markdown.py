@@ -1,0 +1,93 @@
+"""Markdown building blocks of the study's README: cells with intervals, p-values,
+run labels, tables, figures with their explanation, and the declared contrasts'
+table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+import math
+from typing import Any
+
+
+def cell(mean: float, lo: float, hi: float, fmt: str = ".3f") -> str:
+  """``mean [lo, hi]``, or the mean alone where there is no interval."""
+  mean, lo, hi = float(mean), float(lo), float(hi)
+  if not math.isfinite(lo):
+    return f"{mean:{fmt}}"
+  return f"{mean:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+
+
+def estimate(row: dict[str, Any], metric: str) -> str:
+  """:func:`cell` of ``row``'s ``metric`` and its ``_lo`` / ``_hi`` columns."""
+  return cell(row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"])
+
+
+def label(r: dict[str, Any]) -> str:
+  """A run in tables: ``base``, or its ``method`` in backticks with ``k=<k_opt>``."""
+  if r["stage"] == "base":
+    return "base"
+  k_opt = "" if r["k_opt"] in ("", "n/a") else f" k={r['k_opt']}"
+  return f"`{r['method']}`{k_opt}"
+
+
+def run_label(r: dict[str, Any]) -> str:
+  """:func:`label` of a row with ``rl_run``, ``method`` and ``k_opt`` (no stage)."""
+  return label({**r, "stage": "base" if r["rl_run"] == "base" else "rl"})
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+  """A Markdown table's lines (and a blank line after it)."""
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  lines += ["| " + " | ".join(row) + " |" for row in rows]
+  return lines + [""]
+
+
+def p_text(p: float) -> str:
+  """A p-value to 3 decimals, ``<0.001`` below that."""
+  p = float(p)
+  if not math.isfinite(p):
+    return "–"
+  return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+DECLARED_HEADER = (
+  "task",
+  "declared contrast",
+  "a − b [floored interval]",
+  "p",
+  "Holm p",
+  "verdict",
+)
+
+
+def declared_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+  """The declared contrasts (contrasts.csv rows) as a Markdown table, a row each."""
+  return table(
+    DECLARED_HEADER,
+    (
+      (
+        r["task"],
+        r["question"],
+        cell(r["diff"], r["lo"], r["hi"]),
+        p_text(r["p_value"]),
+        p_text(r["p_holm"]),
+        r["verdict"],
+      )
+      for r in rows
+    ),
+  )
+
+
+def n_of(summary: Sequence[dict[str, Any]], task: str) -> int:
+  """The evaluation's n of ``task``: its largest k in summary rows."""
+  return max(int(r["k_eval"]) for r in summary if r["task"] == task)
+
+
+def seed_values(row: dict[str, Any]) -> list[float]:
+  """The per-seed values of a row's ``value_seeds``."""
+  return [float(v) for v in str(row["value_seeds"]).split()]
+
+
+def figure(name: str, alt: str, explanation: str) -> list[str]:
+  """A figure embedded with ``alt`` text and one line of ``explanation`` below it."""
+  return [f"![{alt}]({name})", "", f"*{explanation}*", ""]
