@@ -68,6 +68,7 @@ from experiments.lm import parallel
 from experiments.lm import plotting
 from experiments.lm import reporting
 from experiments.lm import rl
+from experiments.lm import runs as runs_lib
 from experiments.lm import sft
 from experiments.lm import splits
 from experiments.lm import tasks as tasks_lib
@@ -159,10 +160,10 @@ def log_problem(
   return f"has record {bad + 1} = {found[bad]}, expected {expected[bad]}"
 
 
-def method_label(config: ml_collections.ConfigDict, spec: rl.RunSpec) -> str:
+def method_label(config: ml_collections.ConfigDict, spec: runs_lib.RunSpec) -> str:
   """A run's ``method`` column: ``max_at_k/<baseline>`` or the estimator, then
   ``/anneal`` for a changing k schedule and ``/<off-policy method>`` when inner
-  epochs > 1 (see ``rl.RunSpec.label``)."""
+  epochs > 1 (see ``runs_lib.RunSpec.label``)."""
   return spec.label(config.rl.baseline, config.rl.inner_epochs)
 
 
@@ -185,7 +186,7 @@ class Experiment:
       d_ff=config.model.d_ff,
       dtype=config.model.dtype,
     )
-    self.runs = rl.parse_runs(
+    self.runs = runs_lib.parse_runs(
       config.rl.runs, config.rl.n, num_steps=config.rl.steps, off_policy=config.rl.off_policy
     )
     self.stages = ["sft", "base"] + [f"rl/{r.name}" for r in self.runs]
@@ -359,7 +360,7 @@ class Experiment:
     )
     logging.info("base pass@k %s", np.round(metrics["pass_at_k"], 3).tolist())
 
-  def run_rl(self, index: int, spec: rl.RunSpec, sft_params, position) -> None:
+  def run_rl(self, index: int, spec: runs_lib.RunSpec, sft_params, position) -> None:
     c = self.config.rl
     rank = 2 + index
     ckpt = self.checkpointers[self.stages[rank]]
@@ -542,7 +543,7 @@ class Experiment:
 
 
 def result_rows(
-  records: list[dict[str, Any]], n_eval: int, runs: list[rl.RunSpec], seed: int = 0
+  records: list[dict[str, Any]], n_eval: int, runs: list[runs_lib.RunSpec], seed: int = 0
 ) -> list[dict[str, Any]]:
   """results.csv rows: the base evaluation and each run's last evaluation, k = 1..n_eval,
   with 95% intervals over prompts (``reporting.result_rows``).

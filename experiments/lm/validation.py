@@ -15,7 +15,7 @@ from typing import Any
 
 import ml_collections
 
-from experiments.lm import rl
+from experiments.lm import runs as runs_lib
 from experiments.lm import tasks as tasks_lib
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -125,17 +125,17 @@ def validate_config(config: ml_collections.ConfigDict, *, device_count: int | No
   _integer(config, "sft.eval_every", 0)
   sft_eval_n = _integer(config, "sft.eval_n", 1)
 
-  _choice(config, "rl.baseline", rl.BASELINES)
+  _choice(config, "rl.baseline", runs_lib.BASELINES)
   _choice(config, "rl.reward", REWARDS)
   rl_steps = _integer(config, "rl.steps", 1)
   prompts_per_step = _integer(config, "rl.prompts_per_step", 1)
   n = _integer(config, "rl.n", 1)
-  off_policy = _choice(config, "rl.off_policy", rl.OFF_POLICY)
+  off_policy = _choice(config, "rl.off_policy", runs_lib.OFF_POLICY)
   runs = _value(config, "rl.runs")
   if not isinstance(runs, str):
     raise ConfigError(f"config.rl.runs={runs!r} must be a string such as 'max_at_k@4,grpo'.")
   try:
-    rl.parse_runs(runs, n, num_steps=rl_steps, off_policy=off_policy)
+    runs_lib.parse_runs(runs, n, num_steps=rl_steps, off_policy=off_policy)
   except ValueError as e:
     raise ConfigError(f"config.rl.runs={runs!r}: {e}") from None
   _real(config, "rl.learning_rate", above=0.0)

@@ -11,18 +11,19 @@ from experiments import estimators as estimators_lib
 from experiments import schedules
 from experiments.lm import model as model_lib
 from experiments.lm import rl
+from experiments.lm import runs as runs_lib
 from experiments.lm import sampling
 from experiments.lm import tasks
 import maxk
 
 
 def test_parse_runs_and_schedules():
-  runs = rl.parse_runs("max_at_k@1, max_at_k@8:50:1:80:2,grpo", n=8)
+  runs = runs_lib.parse_runs("max_at_k@1, max_at_k@8:50:1:80:2,grpo", n=8)
   assert [r.name for r in runs] == ["max_at_k_k1", "max_at_k_k8-50-1-80-2", "grpo"]
   annealed = runs[1]
   assert annealed.k_label == "8:50:1:80:2"
   assert runs[2].k_label == "n/a" and runs[0].k_at(7) == 1 and runs[0].k_label == "1"
-  assert rl.parse_runs("max_at_k", n=8)[0].k_label == "1"
+  assert runs_lib.parse_runs("max_at_k", n=8)[0].k_label == "1"
   for bad, match in [
     ("max_at_k@9", "1 <= k <= n=8"),
     ("ppo", "Unknown estimator"),
@@ -34,7 +35,7 @@ def test_parse_runs_and_schedules():
     ("", "at least one"),
   ]:
     with pytest.raises(ValueError, match=match):
-      rl.parse_runs(bad, n=8)
+      runs_lib.parse_runs(bad, n=8)
   with pytest.raises(ValueError, match="off_policy"):
     rl.UpdateSpec(estimator="max_at_k", k=2, off_policy="magic")
 
@@ -43,35 +44,35 @@ def test_schedule_switches_after_the_first_t1_steps():
   # RL steps are numbered from 1; "8:50:1:80:2" is k=8 for the first 50 steps
   # (steps 1-50), k=1 for steps 51-80, then k=2: steps 50 and 80 still belong to
   # the earlier segment, as in the bandit runs.
-  annealed = rl.parse_runs("max_at_k@8:50:1:80:2", n=8)[0]
+  annealed = runs_lib.parse_runs("max_at_k@8:50:1:80:2", n=8)[0]
   ks = [annealed.k_at(step) for step in range(1, 101)]
   assert ks == [8] * 50 + [1] * 30 + [2] * 20
   assert annealed.schedule == schedules.parse_schedule("8:50:1:80:2")
 
 
 def test_parse_runs_checks_switch_steps_against_the_run_length():
-  rl.parse_runs("max_at_k@2:3:1", n=4, num_steps=4)
+  runs_lib.parse_runs("max_at_k@2:3:1", n=4, num_steps=4)
   with pytest.raises(ValueError, match="smaller than num_steps=3"):
-    rl.parse_runs("max_at_k@2:3:1", n=4, num_steps=3)
+    runs_lib.parse_runs("max_at_k@2:3:1", n=4, num_steps=3)
 
 
 def test_advantages_come_from_the_shared_registry():
   rewards = jnp.asarray(np.random.default_rng(0).random((2, 5)), jnp.float32)
-  for baseline in rl.BASELINES:
+  for baseline in runs_lib.BASELINES:
     np.testing.assert_array_equal(
-      rl.advantages("max_at_k", rewards, 3, baseline),
+      runs_lib.advantages("max_at_k", rewards, 3, baseline),
       maxk.max_at_k_advantages(rewards, 3, baseline=baseline),
     )
   np.testing.assert_array_equal(
-    rl.advantages("grpo", rewards, 3, "loo"), estimators_lib.get("grpo")(rewards, 3)
+    runs_lib.advantages("grpo", rewards, 3, "loo"), estimators_lib.get("grpo")(rewards, 3)
   )
   np.testing.assert_array_equal(
-    rl.advantages("max_minus_second", rewards, 3, "loo"),
+    runs_lib.advantages("max_minus_second", rewards, 3, "loo"),
     maxk.max_minus_second_advantages(rewards),
   )
-  assert rl.ESTIMATORS == ("max_at_k", "grpo", "rloo", "max_minus_second")
+  assert runs_lib.ESTIMATORS == ("max_at_k", "grpo", "rloo", "max_minus_second")
   with pytest.raises(ValueError, match="Unknown estimator"):
-    rl.advantages("pass_at_k_training", rewards, 3, "loo")
+    runs_lib.advantages("pass_at_k_training", rewards, 3, "loo")
 
 
 P, N, K = 3, 4, 2
@@ -94,7 +95,7 @@ def batch():
 @functools.partial(jax.jit, static_argnums=(1, 2))
 def _grad(params, graphdef, spec, old_params, tokens, mask, rewards):
   _, seq_old, _ = rl._sequence_logp(graphdef, old_params, tokens, mask, spec)
-  adv = rl.advantages(spec.estimator, rewards, spec.k, spec.baseline)
+  adv = runs_lib.advantages(spec.estimator, rewards, spec.k, spec.baseline)
   shift = adv - maxk.max_at_k_advantages(rewards, spec.k, baseline="none")
   zeros = jnp.zeros(mask.shape)
   return jax.grad(
@@ -136,7 +137,7 @@ def test_surrogate_gradient_equals_unclipped_exact_weights_off_policy(batch):
 
 
 def test_runs_name_their_off_policy_method():
-  runs = rl.parse_runs(
+  runs = runs_lib.parse_runs(
     "max_at_k@4/exact, max_at_k@4/first_order, max_at_k@4/ppo_clip, max_at_k@4:2:1, rloo",
     n=8,
     off_policy="first_order",
@@ -161,7 +162,7 @@ def test_runs_name_their_off_policy_method():
   ]
   # One epoch is on-policy: no method applies.
   assert [r.label("loo", inner_epochs=1) for r in runs][3:] == ["max_at_k/loo/anneal", "rloo"]
-  assert rl.parse_runs("grpo/ppo_clip", n=4)[0].name == "grpo_ppo_clip"
+  assert runs_lib.parse_runs("grpo/ppo_clip", n=4)[0].name == "grpo_ppo_clip"
   for bad, match in [
     ("max_at_k@4/magic", "unknown off-policy method 'magic'"),
     ("grpo/exact", "supports only the ppo_clip"),
@@ -169,9 +170,9 @@ def test_runs_name_their_off_policy_method():
     ("max_at_k@4,max_at_k@4/exact", "repeats"),  # The default method is exact.
   ]:
     with pytest.raises(ValueError, match=match):
-      rl.parse_runs(bad, n=8)
+      runs_lib.parse_runs(bad, n=8)
   with pytest.raises(ValueError, match="off_policy='magic'"):
-    rl.parse_runs("grpo", n=8, off_policy="magic")
+    runs_lib.parse_runs("grpo", n=8, off_policy="magic")
 
 
 def test_importance_diagnostics():
@@ -300,7 +301,7 @@ def test_score_function_gradient_is_unbiased_at_the_sampling_temperature():
     # is its own group, its reward scaled by the chance that the sampler draws it.
     _, seq_old, _ = rl._sequence_logp(graphdef, old_p, tokens, mask, spec)
     rewards = (p_draw * reward)[:, None]
-    adv = rl.advantages("max_at_k", rewards, 1, "none")
+    adv = runs_lib.advantages("max_at_k", rewards, 1, "none")
     zeros = jnp.zeros(mask.shape)
     loss = lambda q: rl.policy_loss(
       q, graphdef, tokens, mask, rewards, seq_old, adv, jnp.zeros_like(adv), zeros, spec
@@ -386,8 +387,8 @@ def test_rloo_is_n_times_max_at_1_with_the_loo_minus_one_baseline(binary):
     r = rng.random((7, n))
     r = (r < 0.4).astype(np.float32) if binary else r.astype(np.float32)
     by_hand = n / (n - 1) * (r - r.mean(-1, keepdims=True))  # r_i - mean of the others.
-    rloo = rl.advantages("rloo", jnp.asarray(r), 1, "loo_minus_one")
-    max1 = rl.advantages("max_at_k", jnp.asarray(r), 1, "loo_minus_one")
+    rloo = runs_lib.advantages("rloo", jnp.asarray(r), 1, "loo_minus_one")
+    max1 = runs_lib.advantages("max_at_k", jnp.asarray(r), 1, "loo_minus_one")
     np.testing.assert_allclose(rloo, by_hand, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(rloo, n * np.asarray(max1), rtol=1e-5, atol=1e-6)
 

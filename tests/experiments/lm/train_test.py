@@ -3,7 +3,7 @@
 import jax
 import pytest
 
-from experiments.lm import rl
+from experiments.lm import runs as runs_lib
 from experiments.lm import train
 from experiments.lm import workdir
 from experiments.lm.configs import tiny
@@ -47,7 +47,7 @@ def test_logging_schedule():
 
 
 def test_result_rows_refuse_a_missing_final_evaluation():
-  runs = rl.parse_runs("max_at_k@2,grpo", 2)
+  runs = runs_lib.parse_runs("max_at_k@2,grpo", 2)
   base = {
     "stage": "base",
     "method": "base",
@@ -82,7 +82,7 @@ def test_method_labels_name_annealing_and_the_off_policy_method():
   config.rl.runs = "max_at_k@2:3:1,max_at_k@2/ppo_clip,max_at_k@4,grpo,rloo"
   config.rl.off_policy = "first_order"
   config.rl.baseline = "loo"
-  runs = rl.parse_runs(config.rl.runs, 4, off_policy=config.rl.off_policy)
+  runs = runs_lib.parse_runs(config.rl.runs, 4, off_policy=config.rl.off_policy)
   assert [train.method_label(config, r) for r in runs] == [
     "max_at_k/loo/anneal/first_order",
     "max_at_k/loo/ppo_clip",
