@@ -19,11 +19,10 @@ from experiments.lm import model as model_lib
 from experiments.lm import tasks as tasks_lib
 
 
-def make_batch(
-  task: tasks_lib.Task, rng: np.random.Generator, batch_size: int, exclude: frozenset[str]
-) -> tuple[np.ndarray, np.ndarray]:
-  """``(tokens_BxT, mask_BxC)``: BOS + prompt + solution + EOS (+ PAD), completion mask."""
-  examples = tasks_lib.sample_examples(task, rng, batch_size, exclude=exclude)
+def make_batch(task: tasks_lib.Task, problems: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """``(tokens_BxT, mask_BxC)`` of problem rows (``streams.sft_problems``): BOS + prompt
+  + solution + EOS (+ PAD), and the completion mask."""
+  examples = [task.example(row) for row in problems]
   prompts = tasks_lib.encode_prompts([e.prompt for e in examples])
   completions = tasks_lib.encode_completions([e.solution for e in examples], task.completion_len)
   mask = np.zeros(completions.shape, np.float32)

@@ -34,6 +34,7 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
   c.sft.warmup_steps = 20
   c.sft.weight_decay = 0.0
   c.sft.max_grad_norm = 1.0
+  c.sft.adam_b2 = 0.95  # Adam's second-moment decay.
   # "constant" after warmup, or "cosine": decays to final_lr_fraction * learning_rate
   # at sft.steps.
   c.sft.schedule = "constant"
@@ -55,6 +56,7 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
   c.rl.learning_rate = 1e-3
   c.rl.warmup_steps = 0
   c.rl.max_grad_norm = 1.0
+  c.rl.adam_b2 = 0.95  # Adam's second-moment decay.
   c.rl.inner_epochs = 2
   c.rl.off_policy = "exact"  # Runs' default: exact, first_order, surrogate or ppo_clip.
   c.rl.clip_eps = 0.2

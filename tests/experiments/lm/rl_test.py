@@ -10,7 +10,10 @@ import pytest
 from experiments import estimators as estimators_lib
 from experiments import schedules
 from experiments.lm import model as model_lib
+from experiments.lm import optimizer as optimizer_lib
+from experiments.lm import policy as policy_lib
 from experiments.lm import rl
+from experiments.lm import rollouts
 from experiments.lm import runs as runs_lib
 from experiments.lm import sampling
 from experiments.lm import tasks
@@ -92,17 +95,17 @@ def batch():
   return graphdef, params, tokens, out["mask"], rewards, prompts.shape[1]
 
 
+def _policy(graphdef, prompt_len, temperature=1.0):
+  return policy_lib.Policy(graphdef, CFG, prompt_len, temperature=temperature)
+
+
 @functools.partial(jax.jit, static_argnums=(1, 2))
-def _grad(params, graphdef, spec, old_params, tokens, mask, rewards):
-  _, seq_old, _ = rl._sequence_logp(graphdef, old_params, tokens, mask, spec)
-  adv = runs_lib.advantages(spec.estimator, rewards, spec.k, spec.baseline)
-  shift = adv - maxk.max_at_k_advantages(rewards, spec.k, baseline="none")
-  zeros = jnp.zeros(mask.shape)
-  return jax.grad(
-    lambda p: rl.policy_loss(p, graphdef, tokens, mask, rewards, seq_old, adv, shift, zeros, spec)[
-      0
-    ]
-  )(params)
+def _grad(params, policy, spec, old_params, data):
+  _, seq_old = rl.sequence_logp(policy, old_params, data)
+  adv = runs_lib.advantages(spec.estimator, data.rewards_Pxn, spec.k, spec.baseline)
+  shift = adv - maxk.max_at_k_advantages(data.rewards_Pxn, spec.k, baseline="none")
+  targets = rl.Targets(seq_old, adv, shift, jnp.zeros(data.mask_BxC.shape))
+  return jax.grad(lambda p: rl.policy_loss(p, policy, data, targets, spec)[0])(params)
 
 
 def _close(a, b):
@@ -113,12 +116,10 @@ def _close(a, b):
 def test_first_epoch_gradient_is_the_on_policy_estimator(batch):
   # (The surrogate is checked against "exact" off-policy below.)
   graphdef, params, tokens, mask, rewards, prompt_len = batch
-  spec = lambda m: rl.UpdateSpec(
-    estimator="max_at_k", k=K, off_policy=m, n=N, prompt_len=prompt_len
-  )
+  policy, data = _policy(graphdef, prompt_len), rollouts.Batch(tokens, mask, rewards)
+  spec = lambda m: rl.UpdateSpec(estimator="max_at_k", k=K, off_policy=m)
   grads = {
-    m: _grad(params, graphdef, spec(m), params, tokens, mask, rewards)
-    for m in ("exact", "first_order", "ppo_clip")
+    m: _grad(params, policy, spec(m), params, data) for m in ("exact", "first_order", "ppo_clip")
   }
   for m in ("first_order", "ppo_clip"):
     _close(grads[m], grads["exact"])
@@ -127,12 +128,11 @@ def test_first_epoch_gradient_is_the_on_policy_estimator(batch):
 def test_surrogate_gradient_equals_unclipped_exact_weights_off_policy(batch):
   graphdef, params, tokens, mask, rewards, prompt_len = batch
   old = jax.tree.map(lambda x: x + 0.05 * jnp.sign(jnp.sin(1e3 * x)), params)
-  spec = lambda m: rl.UpdateSpec(
-    estimator="max_at_k", k=K, off_policy=m, n=N, prompt_len=prompt_len, clip_eps=1e6
-  )
+  policy, data = _policy(graphdef, prompt_len), rollouts.Batch(tokens, mask, rewards)
+  spec = lambda m: rl.UpdateSpec(estimator="max_at_k", k=K, off_policy=m, clip_eps=1e6)
   _close(
-    _grad(params, graphdef, spec("surrogate"), old, tokens, mask, rewards),
-    _grad(params, graphdef, spec("exact"), old, tokens, mask, rewards),
+    _grad(params, policy, spec("surrogate"), old, data),
+    _grad(params, policy, spec("exact"), old, data),
   )
 
 
@@ -295,17 +295,16 @@ def test_score_function_gradient_is_unbiased_at_the_sampling_temperature():
   # The exact gradient of the expected reward under the sampler's distribution.
   exact = jax.jit(jax.grad(lambda p: jnp.sum(jnp.exp(sampler_logp(p)) * reward)))(theta)
 
-  @functools.partial(jax.jit, static_argnums=0)
-  def expected_estimate(spec, p, old_p, p_draw):
+  @functools.partial(jax.jit, static_argnums=(0, 1))
+  def expected_estimate(policy, spec, p, old_p, p_draw):
     # E_{y ~ pi_old}[w(y) grad log pi(y)] with k = 1, no baseline: each completion
     # is its own group, its reward scaled by the chance that the sampler draws it.
-    _, seq_old, _ = rl._sequence_logp(graphdef, old_p, tokens, mask, spec)
     rewards = (p_draw * reward)[:, None]
+    data = rollouts.Batch(tokens, mask, rewards)
+    _, seq_old = rl.sequence_logp(policy, old_p, data)
     adv = runs_lib.advantages("max_at_k", rewards, 1, "none")
-    zeros = jnp.zeros(mask.shape)
-    loss = lambda q: rl.policy_loss(
-      q, graphdef, tokens, mask, rewards, seq_old, adv, jnp.zeros_like(adv), zeros, spec
-    )[0]
+    targets = rl.Targets(seq_old, adv, jnp.zeros_like(adv), jnp.zeros(mask.shape))
+    loss = lambda q: rl.policy_loss(q, policy, data, targets, spec)[0]
     return jax.tree.map(lambda g: -num * g, jax.grad(loss)(p))
 
   def relative_error(grads):
@@ -314,19 +313,13 @@ def test_score_function_gradient_is_unbiased_at_the_sampling_temperature():
     return (diff / sum(float(jnp.sum(e**2)) for e in jax.tree.leaves(exact))) ** 0.5
 
   for temperature, unbiased in ((TEMPERATURE, True), (1.0, False)):
-    spec = rl.UpdateSpec(
-      estimator="max_at_k",
-      k=1,
-      baseline="none",
-      n=1,
-      prompt_len=prompt_len,
-      clip_eps=1e6,
-      temperature=temperature,
-    )
+    # The policy's temperature: the learner's log-probs, the sampler's distribution.
+    policy = _policy(graphdef, prompt_len, temperature)
+    spec = rl.UpdateSpec(estimator="max_at_k", k=1, baseline="none", clip_eps=1e6)
     # On-policy (the first epoch), then with importance ratios (samples from old).
     for old_params in (theta, old):
       p_draw = jnp.exp(sampler_logp(old_params))
-      error = relative_error(expected_estimate(spec, theta, old_params, p_draw))
+      error = relative_error(expected_estimate(policy, spec, theta, old_params, p_draw))
       if unbiased:
         assert error < 1e-3
       else:  # The temperature-1 log-probs: the former update's bias.
@@ -341,15 +334,15 @@ def test_update_logs_off_policy_diagnostics(batch):
     off_policy="first_order",
     inner_epochs=3,
     kl_coef=0.1,
-    n=N,
-    prompt_len=prompt_len,
-    temperature=0.7,
   )
-  optimizer = rl.make_optimizer(3e-2, 0, 1.0)
+  optimizer = optimizer_lib.make_optimizer(3e-2, 0, 1.0)
   start = jax.tree.map(jnp.copy, params)
-  update = rl.make_update(graphdef, optimizer, spec)
+  update = rl.make_update(_policy(graphdef, prompt_len, 0.7), optimizer, spec)
   new, _, metrics = update(
-    jax.tree.map(jnp.copy, params), optimizer.init(params), start, tokens, mask, rewards
+    jax.tree.map(jnp.copy, params),
+    optimizer.init(params),
+    start,
+    rollouts.Batch(tokens, mask, rewards),
   )
   metrics = jax.device_get(metrics)
   assert "ess_frac" not in metrics  # Trivial (1) at the first epoch.
@@ -365,12 +358,15 @@ def test_update_logs_off_policy_diagnostics(batch):
 
 def test_kl_to_warm_start_is_the_mean_sequence_log_ratio(batch):
   graphdef, params, tokens, mask, rewards, prompt_len = batch
-  spec = rl.UpdateSpec(estimator="grpo", k=1, n=N, prompt_len=prompt_len, temperature=0.7)
+  spec = rl.UpdateSpec(estimator="grpo", k=1)
   warm = jax.tree.map(lambda x: x + 0.05 * jnp.sin(jnp.arange(x.size).reshape(x.shape)), params)
-  optimizer = rl.make_optimizer(1e-3, 0, 1.0)
-  update = rl.make_update(graphdef, optimizer, spec)
+  optimizer = optimizer_lib.make_optimizer(1e-3, 0, 1.0)
+  update = rl.make_update(_policy(graphdef, prompt_len, 0.7), optimizer, spec)
   _, _, metrics = update(
-    jax.tree.map(jnp.copy, params), optimizer.init(params), warm, tokens, mask, rewards
+    jax.tree.map(jnp.copy, params),
+    optimizer.init(params),
+    warm,
+    rollouts.Batch(tokens, mask, rewards),
   )
   logp, _ = model_lib.token_logprobs(graphdef, params, tokens, prompt_len, 0.7)
   logp_warm, _ = model_lib.token_logprobs(graphdef, warm, tokens, prompt_len, 0.7)
@@ -397,7 +393,7 @@ def test_optimizer_cosine_decay():
   """Adam's update under a constant gradient is -lr(t) exactly, so it reads the schedule."""
   params, grads = {"w": jnp.zeros(2)}, {"w": jnp.ones(2)}
   peak, warmup, decay, final = 1e-2, 3, 10, 0.1
-  opt = rl.make_optimizer(peak, warmup, 10.0, decay_steps=decay, final_lr_fraction=final)
+  opt = optimizer_lib.make_optimizer(peak, warmup, 10.0, decay_steps=decay, final_lr_fraction=final)
   state = opt.init(params)
   for t in range(14):
     if t < warmup:
@@ -416,7 +412,31 @@ def test_optimizer_warmup():
   params = {"w": jnp.zeros(3)}
   grads = {"w": jnp.ones(3)}
   for warmup, first_step in ((0, 1e-2), (4, 0.0)):
-    opt = rl.make_optimizer(1e-2, warmup, max_grad_norm=10.0)
+    opt = optimizer_lib.make_optimizer(1e-2, warmup, max_grad_norm=10.0)
     updates, _ = opt.update(grads, opt.init(params), params)
     # Adam's first step is -lr * sign(g) (bias-corrected moments).
     np.testing.assert_allclose(updates["w"], -first_step, rtol=1e-4)
+
+
+def test_optimizer_second_moment_decay():
+  """Adam's second step, by hand: m and v are b1- and b2-averages of g1 = 1, g2 = 3."""
+  params = {"w": jnp.zeros(())}
+  lr, b1 = 1e-2, 0.9
+  for b2 in (0.95, 0.5):
+    opt = optimizer_lib.make_optimizer(lr, 0, max_grad_norm=100.0, b2=b2)
+    state = opt.init(params)
+    _, state = opt.update({"w": jnp.ones(())}, state, params)
+    updates, _ = opt.update({"w": jnp.full((), 3.0)}, state, params)
+    m = (b1 * (1 - b1) * 1 + (1 - b1) * 3) / (1 - b1**2)
+    v = (b2 * (1 - b2) * 1 + (1 - b2) * 9) / (1 - b2**2)
+    np.testing.assert_allclose(updates["w"], -lr * m / (np.sqrt(v) + 1e-8), rtol=1e-5)
+
+
+def test_the_update_refuses_a_nucleus_policy():
+  graphdef, _ = model_lib.create(CFG, seed=0)
+  nucleus = policy_lib.Policy(graphdef, CFG, 3, top_p=0.9)
+  with pytest.raises(ValueError, match="top_p"):
+    rl.make_update(nucleus, optimizer_lib.make_optimizer(1e-3, 0, 1.0), rl.UpdateSpec("grpo", 1))
+  for bad in ({"temperature": 0.0}, {"top_p": 0.0}, {"prompt_len": CFG.max_len}):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+      policy_lib.Policy(**{"graphdef": graphdef, "cfg": CFG, "prompt_len": 3, **bad})
