@@ -1,9 +1,16 @@
 """The outputs a finished run writes from its metrics log (process 0 only).
 
-``results.csv``, ``prompts.csv``, ``bins.csv``, ``unsolved.csv`` and ``paired.csv``
-(``reporting.write_reports``), ``reward_hist.csv`` (each final evaluation's reward
-histogram), ``steps.csv`` (the training curves, ``dynamics``), ``pass_at_k.png`` and
-``bins.png``.
+``results.csv`` (stage, method, k_opt, k_eval, seed, pass_at_k and max_at_k with
+95% intervals over prompts), ``prompts.csv`` (per-prompt counts and rewards),
+``bins.csv`` and ``unsolved.csv`` (by base difficulty), ``paired.csv`` (paired
+differences between methods), ``reward_hist.csv`` (each final evaluation's reward
+histogram), ``steps.csv`` (the training curves: SFT loss and the warm start's
+held-out pass@1 every ``sft.eval_every`` steps; per RL step reward, entropy, KL to
+the warm start, clip fraction, ESS, gradient norm and clipping, distinct training
+problems solved so far; see ``dynamics``), ``pass_at_k.png`` and ``bins.png``; see
+``reporting`` for the columns. The base model's binning evaluation draws
+``eval.bin_n`` samples per problem (default ``eval.n``): a problem is base-unsolved
+when none of them is correct.
 """
 
 from __future__ import annotations

@@ -8,9 +8,13 @@ exactly the records up to its checkpoint (``log_problem``) before appending more
 from __future__ import annotations
 
 from collections.abc import Sequence
+import os
 from typing import Any
 
 import ml_collections
+
+from experiments.lm import checkpointing
+from experiments.lm import workdir as workdir_lib
 
 
 def sft_evaluated(config: ml_collections.ConfigDict, step: int) -> bool:
@@ -79,3 +83,31 @@ def log_problem(
   if bad == len(found):
     return f"holds {len(found)} readable records where {len(expected)} were expected"
   return f"has record {bad + 1} = {found[bad]}, expected {expected[bad]}"
+
+
+def records_to_keep(
+  log: checkpointing.MetricsLog,
+  expected: Sequence[tuple[str, str, int]],
+  *,
+  where: str,
+  checkpoints: str,
+) -> list[dict[str, Any]]:
+  """The leading records of ``log``, which must be exactly ``expected`` (the keys up to
+  the latest checkpoint, at ``where``); records after them are dropped (recomputed).
+
+  Raises:
+    workdir.WorkdirError: if the log lacks a record up to the checkpoint: completing it
+      would redo checkpointed steps. The message says to delete ``checkpoints`` and
+      the log to recompute everything.
+  """
+  records = log.read()
+  problem = log_problem(records, expected)
+  if problem is None:
+    return records[: len(expected)]
+  if not os.path.exists(log.path):
+    problem = "is missing"
+  raise workdir_lib.WorkdirError(
+    f"{log.path} {problem} (records up to the latest checkpoint, {where}), so the "
+    f"results would be partial. To recompute everything, delete {checkpoints} and the "
+    "log (or use a new --workdir)."
+  )

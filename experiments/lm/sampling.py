@@ -46,7 +46,7 @@ def filter_logits(logits_BxV: jax.Array, temperature: float, top_p: float) -> ja
   return jnp.where(logits_BxV >= threshold_B[:, None], logits_BxV, -jnp.inf)
 
 
-def _choose(logits_BxV, key, temperature, top_p):
+def _choose(logits_BxV: jax.Array, key: jax.Array, temperature: float, top_p: float) -> jax.Array:
   if temperature == 0.0:
     return jnp.argmax(logits_BxV, axis=-1).astype(jnp.int32)
   return jax.random.categorical(key, filter_logits(logits_BxV, temperature, top_p)).astype(
@@ -54,7 +54,7 @@ def _choose(logits_BxV, key, temperature, top_p):
   )
 
 
-def _entropy(logits_BxV):
+def _entropy(logits_BxV: jax.Array) -> jax.Array:
   logz_BxV = jax.nn.log_softmax(logits_BxV, axis=-1)
   return -jnp.sum(jnp.exp(logz_BxV) * logz_BxV, axis=-1)
 
@@ -121,7 +121,7 @@ def generate(
     )
     state = buffer_BxT
 
-  def step(carry, t):
+  def step(carry: tuple[Any, jax.Array], t: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
     state, done_B = carry
     if use_cache:
       cache, logits_BxV = state

@@ -17,8 +17,9 @@ seed's JAX key):
 * ``BIN_STREAM`` (JAX): the base model's binning evaluation, independent of its results.
 * ``WARM_STREAM`` (JAX): the warm-start curve's held-out evaluations during SFT.
 
-The evaluation problems come from a stream of their own inside
-``tasks.heldout_problems``.
+Two draws use streams of their own outside this module: the evaluation problems
+(``tasks.heldout_problems``, NumPy ``[seed, 7919]``) and the initial parameters
+(``model.create``, ``nnx.Rngs(seed)``).
 """
 
 from __future__ import annotations

@@ -30,19 +30,10 @@ prompt poses one of them in any form. The base model is evaluated twice, on
 independent samples: once for its results, once (``bin_correct``) to bin the
 problems by difficulty (``reporting``).
 
-Outputs in ``workdir``: ``config.json``, ``metrics.jsonl``, ``split.json`` (the
-evaluation problems, the distinct training problems drawn, ``overlap`` = 0),
-``results.csv`` (stage, method, k_opt, k_eval, seed, pass_at_k and max_at_k with
-95% intervals over prompts), ``prompts.csv`` (per-prompt counts and rewards),
-``bins.csv`` and ``unsolved.csv`` (by base difficulty), ``paired.csv`` (paired
-differences between methods), ``reward_hist.csv`` (each final evaluation's reward
-histogram), ``steps.csv`` (the training curves: SFT loss and the warm start's
-held-out pass@1 every ``sft.eval_every`` steps; per RL step reward, entropy, KL to
-the warm start, clip fraction, ESS, gradient norm and clipping, distinct training
-problems solved so far; see ``dynamics``), ``pass_at_k.png`` and ``bins.png``; see
-``reporting`` for the columns. The base model's binning evaluation draws
-``eval.bin_n`` samples per problem (default ``eval.n``): a problem is base-unsolved
-when none of them is correct.
+Outputs in ``workdir``: ``config.json``, ``metrics.jsonl``, ``throughput.jsonl``,
+``split.json`` (the evaluation problems, the distinct training problems drawn,
+``overlap`` = 0) and, once every stage is done, the tables and figures of
+``final_outputs``.
 """
 
 from __future__ import annotations
@@ -95,7 +86,7 @@ def method_label(config: ml_collections.ConfigDict, spec: runs_lib.RunSpec) -> s
 class Experiment:
   """The training loop of one run: its stages, checkpoints and logs."""
 
-  def __init__(self, parts: components_lib.Components, workdir: str):
+  def __init__(self, parts: components_lib.Components, workdir: str) -> None:
     """``parts`` come from a validated config; ``workdir`` is claimed by ``run``."""
     self.parts = parts
     self.config = parts.config
@@ -130,24 +121,13 @@ class Experiment:
     return None
 
   def records_to_keep(self, position: Position) -> list[dict[str, Any]]:
-    """The log's records up to ``position``; ``WorkdirError`` if any is missing.
-
-    Records after ``position`` are dropped (they are recomputed). A log that lacks
-    one up to ``position`` cannot be completed without redoing checkpointed steps.
-    """
+    """The log's records up to ``position`` (``log_schedule.records_to_keep``)."""
     names = [r.name for r in self.parts.runs]
-    expected = log_schedule.logged_keys(self.config, names, position)
-    records = self.log.read()
-    problem = log_schedule.log_problem(records, expected)
-    if problem is None:
-      return records[: len(expected)]
-    if not os.path.exists(self.log.path):
-      problem = "is missing"
-    where = f"{self.stages[position[0]]} step {position[1]}" if position else ""
-    raise workdir_lib.WorkdirError(
-      f"{self.log.path} {problem} (records up to the latest checkpoint, {where}), so the "
-      "results would be partial. To recompute everything, delete "
-      f"{os.path.join(self.workdir, 'checkpoints')} and the log (or use a new --workdir)."
+    return log_schedule.records_to_keep(
+      self.log,
+      log_schedule.logged_keys(self.config, names, position),
+      where=f"{self.stages[position[0]]} step {position[1]}" if position else "",
+      checkpoints=os.path.join(self.workdir, "checkpoints"),
     )
 
   def evaluate(

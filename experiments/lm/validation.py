@@ -9,6 +9,7 @@ partial results.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import dataclasses
 import math
 import numbers
@@ -72,7 +73,7 @@ def _real(
   return number
 
 
-def _choice(config: ml_collections.ConfigDict, field: str, choices) -> str:
+def _choice(config: ml_collections.ConfigDict, field: str, choices: Sequence[str]) -> str:
   value = _value(config, field)
   if value not in choices:
     raise ConfigError(f"config.{field}={value!r} must be one of {tuple(choices)}.")
