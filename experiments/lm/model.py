@@ -149,7 +149,7 @@ class Transformer(nnx.Module):
     new_cache: Cache = []
     for i, block in enumerate(self.blocks):
       x_BxTxD, layer_cache = block(x_BxTxD, None if cache is None else cache[i], start)
-      if cache is not None:
+      if layer_cache is not None:  # A block returns a cache exactly when given one.
         new_cache.append(layer_cache)
     logits_BxTxV = self.head(self.norm(x_BxTxD)).astype(jnp.float32)
     return logits_BxTxV, (None if cache is None else new_cache)
