@@ -32,7 +32,7 @@ import numpy as np
 
 from experiments.lm import mfu as mfu_lib
 from experiments.lm import model as model_lib
-from experiments.lm import rl
+from experiments.lm import optimizer as optimizer_lib
 from experiments.lm import sampling
 from experiments.lm import sft
 from experiments.lm import tasks
@@ -81,7 +81,7 @@ def main(argv):
   )
   header = f"{'what':<16}{'gen_len':>8}{'seconds':>10}{'tokens/s':>12}{'speedup':>9}"
   print(header + (f"{'MFU':>8}" if peak else ""))
-  optimizer = rl.make_optimizer(1e-4, 1, 1.0)
+  optimizer = optimizer_lib.make_optimizer(1e-4, 1, 1.0)
   for gen_len in gen_lens:
     seq = prompt_len + gen_len
     tokens = jnp.asarray(rng.integers(3, tasks.VOCAB_SIZE, size=(batch, seq)), jnp.int32)

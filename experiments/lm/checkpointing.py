@@ -110,7 +110,7 @@ class MetricsLog:
   :meth:`read`.
   """
 
-  def __init__(self, path: str, *, writer: bool = True):
+  def __init__(self, path: str, *, writer: bool = True) -> None:
     self.path = path
     self.writer = writer  # Only process 0 writes.
 
@@ -151,7 +151,7 @@ class MetricsLog:
 class Checkpointer:
   """One Orbax ``CheckpointManager`` per stage, synchronous saves."""
 
-  def __init__(self, directory: str, *, max_to_keep: int = 2):
+  def __init__(self, directory: str, *, max_to_keep: int = 2) -> None:
     self.directory = directory
     options = ocp.CheckpointManagerOptions(
       max_to_keep=max_to_keep,

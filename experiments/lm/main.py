@@ -1,6 +1,6 @@
 r"""Small-LM RL with pass@k / max@k estimators: warm start, then RL, on verifiable tasks.
 
-Usage:
+Usage (``python -m experiments.lm`` is the same binary):
   python -m experiments.lm.main --config=experiments/lm/configs/tiny.py --workdir=/tmp/lm
   python -m experiments.lm.main --config=experiments/lm/configs/default.py \
       --config.rl.runs=max_at_k@1,max_at_k@8,grpo --workdir=/tmp/lm_default
@@ -38,12 +38,18 @@ _DISTRIBUTED = flags.DEFINE_bool(
 outputs.register_out_dir_validator("workdir")
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
+  """Runs the experiment of ``--config`` in ``--workdir`` (``train.main``)."""
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   train.main(_CONFIG.value, _WORKDIR.value, distributed=_DISTRIBUTED.value)
 
 
-if __name__ == "__main__":
+def start() -> None:
+  """Parses the flags (``--config`` and ``--workdir`` required) and calls ``main``."""
   flags.mark_flags_as_required(["config"])
   app.run(main)
+
+
+if __name__ == "__main__":
+  start()

@@ -47,7 +47,7 @@ class ModelConfig:
 class Attention(nnx.Module):
   """Causal multi-head self-attention that can read and write a KV cache."""
 
-  def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+  def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs) -> None:
     if cfg.d_model % cfg.num_heads:
       raise ValueError(f"d_model={cfg.d_model} must be divisible by num_heads={cfg.num_heads}.")
     self.cfg = cfg
@@ -67,7 +67,7 @@ class Attention(nnx.Module):
 
   def __call__(
     self, x_BxTxD: jax.Array, layer_cache: dict[str, jax.Array] | None, start: jax.Array | int
-  ):
+  ) -> tuple[jax.Array, dict[str, jax.Array] | None]:
     cfg = self.cfg
     batch, length, _ = x_BxTxD.shape
     qkv = self.qkv(x_BxTxD).reshape(batch, length, 3, cfg.num_heads, cfg.head_dim)
@@ -99,7 +99,7 @@ class Attention(nnx.Module):
 class Block(nnx.Module):
   """Pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x))."""
 
-  def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+  def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs) -> None:
     dtype = jnp.dtype(cfg.dtype)
     self.norm1 = nnx.LayerNorm(cfg.d_model, dtype=dtype, rngs=rngs)
     self.attn = Attention(cfg, rngs=rngs)
@@ -114,7 +114,9 @@ class Block(nnx.Module):
       rngs=rngs,
     )
 
-  def __call__(self, x_BxTxD, layer_cache, start):
+  def __call__(
+    self, x_BxTxD: jax.Array, layer_cache: dict[str, jax.Array] | None, start: jax.Array | int
+  ) -> tuple[jax.Array, dict[str, jax.Array] | None]:
     h_BxTxD, layer_cache = self.attn(self.norm1(x_BxTxD), layer_cache, start)
     x_BxTxD = x_BxTxD + h_BxTxD
     x_BxTxD = x_BxTxD + self.down(jax.nn.gelu(self.up(self.norm2(x_BxTxD))))
@@ -124,7 +126,7 @@ class Block(nnx.Module):
 class Transformer(nnx.Module):
   """Decoder-only language model: tokens_BxT -> logits_BxTxV (float32)."""
 
-  def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+  def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs) -> None:
     self.cfg = cfg
     dtype = jnp.dtype(cfg.dtype)
     init = nnx.initializers.normal(0.02)
@@ -147,7 +149,7 @@ class Transformer(nnx.Module):
     new_cache: Cache = []
     for i, block in enumerate(self.blocks):
       x_BxTxD, layer_cache = block(x_BxTxD, None if cache is None else cache[i], start)
-      if cache is not None:
+      if layer_cache is not None:  # A block returns a cache exactly when given one.
         new_cache.append(layer_cache)
     logits_BxTxV = self.head(self.norm(x_BxTxD)).astype(jnp.float32)
     return logits_BxTxV, (None if cache is None else new_cache)
@@ -167,7 +169,7 @@ def create(cfg: ModelConfig, seed: int) -> tuple[nnx.GraphDef, dict[str, Any]]:
   graphdef, _ = nnx.split(nnx.eval_shape(lambda: Transformer(cfg, rngs=nnx.Rngs(seed))))
 
   @jax.jit
-  def init():  # One compilation instead of one per initialiser call.
+  def init() -> dict[str, Any]:  # One compilation instead of one per initialiser call.
     return nnx.to_pure_dict(nnx.state(Transformer(cfg, rngs=nnx.Rngs(seed))))
 
   return graphdef, init()
@@ -180,7 +182,7 @@ def apply(
   *,
   cache: Cache | None = None,
   start: jax.Array | int = 0,
-):
+) -> tuple[jax.Array, Cache | None]:
   """Functional forward pass (safe under jit/grad): see ``Transformer.__call__``."""
   return nnx.merge(graphdef, params)(tokens_BxT, cache=cache, start=start)
 

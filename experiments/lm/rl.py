@@ -6,7 +6,7 @@ Per prompt we draw n completions y_1..y_n from pi_old and score them, r [P, n].
 temperature tau = ``rl.temperature`` (``sampling.generate``), so the policy being
 optimised is that *tempered* distribution pi(y) = prod_t softmax(logits_t / tau)[y_t]:
 every log-prob below (the score function, the importance ratios, the KL) is computed
-at tau (``UpdateSpec.temperature``, ``model.token_logprobs``). Scoring samples drawn
+at tau (the ``policy.Policy`` that also samples, ``model.token_logprobs``). Scoring samples drawn
 at tau != 1 with the temperature-1 log-probs would bias the gradient (the test
 ``rl_test.py`` enumerates a small model's completions and shows both facts).
 Nucleus (top-p) sampling is refused for RL (``validation``: ``rl.top_p`` must be 1):
@@ -88,137 +88,25 @@ forward KL's, not the reverse one's (it omits the score-function term).
 from __future__ import annotations
 
 import dataclasses
+import functools
+from typing import Any, NamedTuple
 
-from flax import nnx
 import jax
 import jax.numpy as jnp
 import optax
 
-from experiments import estimators as estimators_lib
-from experiments import schedules
-from experiments.lm import model as model_lib
+from experiments.lm import policy as policy_lib
+from experiments.lm import rollouts
+from experiments.lm import runs as runs_lib
 import maxk
 
-# Run-spec estimators: "max_at_k" (its baseline is ``rl.baseline``) or a k-free peer.
-K_FREE_ESTIMATORS = estimators_lib.K_FREE
-ESTIMATORS = ("max_at_k", *K_FREE_ESTIMATORS)
-OFF_POLICY = ("exact", "first_order", "surrogate", "ppo_clip")
-BASELINES = estimators_lib.BASELINES
-
-
-@dataclasses.dataclass(frozen=True)
-class RunSpec:
-  """One RL run: an estimator, its k_opt schedule (see :mod:`experiments.schedules`)
-  and its off-policy method for inner epochs after the first (one of ``OFF_POLICY``;
-  always ``"ppo_clip"`` for the k-free estimators)."""
-
-  name: str
-  estimator: str
-  schedule: schedules.Schedule
-  off_policy: str = "exact"
-
-  def k_at(self, step: int) -> int:
-    """k_opt of RL step ``step``, numbered from 1 as the training loop counts them.
-
-    Step ``step`` has schedule index ``step - 1``: ``"8:50:1"`` uses k=8 for steps
-    1-50 (the first 50 steps) and k=1 from step 51 on.
-    """
-    return self.schedule.k_at(step - 1)
-
-  @property
-  def k_label(self) -> str:
-    return "n/a" if self.estimator in K_FREE_ESTIMATORS else self.schedule.spec
-
-  @property
-  def annealed(self) -> bool:
-    return self.estimator not in K_FREE_ESTIMATORS and len(set(self.schedule.ks)) > 1
-
-  def label(self, baseline: str, inner_epochs: int) -> str:
-    """The run's ``method`` in results: the estimator (``max_at_k/<baseline>``), then
-    ``/anneal`` for a k schedule that changes k, then the off-policy method when it
-    applies (``inner_epochs > 1``): e.g. ``max_at_k/loo_minus_one/anneal/exact``,
-    ``grpo/ppo_clip``."""
-    label = f"max_at_k/{baseline}" if self.estimator == "max_at_k" else self.estimator
-    if self.annealed:
-      label += "/anneal"
-    if inner_epochs > 1:
-      label += f"/{self.off_policy}"
-    return label
-
-
-def parse_runs(
-  text: str, n: int, *, num_steps: int | None = None, off_policy: str = "exact"
-) -> list[RunSpec]:
-  """Parses ``"max_at_k@1,max_at_k@8:50:1,max_at_k@4/ppo_clip,grpo"`` into run specs.
-
-  Each entry is ``estimator[@schedule][/method]``. A schedule (default ``1``) is
-  ``k`` or ``k0:t1:k1[:t2:k2...]``: k0 for the first t1 RL steps, then k1 until step
-  t2, and so on (:func:`experiments.schedules.parse_schedule`; PKPO Fig. 3 anneals k
-  this way). k-free estimators (GRPO, RLOO, max-minus-second) take no schedule. The
-  method (one of ``OFF_POLICY``; default ``off_policy``, i.e. ``rl.off_policy``) sets
-  the run's inner-epoch weights; k-free estimators accept only ``ppo_clip``. A run
-  named with a method gets it in its name (``max_at_k_k4_ppo_clip``).
-
-  Args:
-    text: the comma-separated run specs (``rl.runs``).
-    n: samples per prompt; every k must satisfy ``1 <= k <= n``.
-    num_steps: the number of RL steps when known (``rl.steps``): switch steps must
-      then be smaller.
-    off_policy: the method of runs that name none (``rl.off_policy``).
-
-  Raises:
-    ValueError: on an unknown estimator or method, a bad schedule, k outside [1, n],
-      switch steps that do not strictly increase inside (0, num_steps), or a repeated
-      run.
-  """
-  if off_policy not in OFF_POLICY:
-    raise ValueError(f"Unknown off_policy={off_policy!r}; valid: {OFF_POLICY}.")
-  specs = []
-  for entry in [e.strip() for e in text.split(",") if e.strip()]:
-    head, slash, method = entry.partition("/")
-    estimator, _, schedule_text = head.partition("@")
-    if estimator not in ESTIMATORS:
-      raise ValueError(f"Unknown estimator {estimator!r} in runs={text!r}; valid: {ESTIMATORS}.")
-    if slash and method not in OFF_POLICY:
-      raise ValueError(f"run {entry!r}: unknown off-policy method {method!r}; valid: {OFF_POLICY}.")
-    suffix = f"_{method}" if slash else ""
-    if estimator in K_FREE_ESTIMATORS:
-      if schedule_text:
-        raise ValueError(f"run {entry!r}: {estimator} does not depend on k; drop '@'.")
-      if slash and method != "ppo_clip":
-        raise ValueError(f"run {entry!r}: {estimator} supports only the ppo_clip method.")
-      specs.append(RunSpec(estimator + suffix, estimator, schedules.constant(1), "ppo_clip"))
-      continue
-    try:
-      schedule = schedules.parse_schedule(schedule_text or "1", num_steps=num_steps, n=n)
-    except ValueError as e:
-      raise ValueError(f"run {entry!r}: {e}") from None
-    name = f"{estimator}_k{schedule.spec}{suffix}".replace(":", "-")
-    specs.append(RunSpec(name, estimator, schedule, method if slash else off_policy))
-  if not specs:
-    raise ValueError("rl.runs must name at least one run.")
-  names = [s.name for s in specs]
-  same = [(s.estimator, s.schedule.spec, s.off_policy) for s in specs]
-  if len(set(names)) != len(names) or len(set(same)) != len(same):
-    raise ValueError(f"rl.runs={text!r} repeats a run.")
-  return specs
-
-
-def advantages(estimator: str, rewards_Pxn: jax.Array, k: int, baseline: str) -> jax.Array:
-  """On-policy advantages [P, n] of a run-spec estimator (gradient scale).
-
-  ``"max_at_k"`` is the registry estimator named ``baseline``
-  (:func:`maxk.max_at_k_advantages`); the k-free peers are looked up by name.
-  """
-  if estimator not in ESTIMATORS:
-    raise ValueError(f"Unknown estimator {estimator!r}; valid: {ESTIMATORS}.")
-  name = baseline if estimator == "max_at_k" else estimator
-  return estimators_lib.get(name)(rewards_Pxn, k)
+Metrics = dict[str, jax.Array]
 
 
 @dataclasses.dataclass(frozen=True)
 class UpdateSpec:
-  """Static settings of one jitted RL update (``temperature``: the sampler's)."""
+  """Static settings of one jitted RL update: the objective and its inner epochs (the
+  sampling distribution is the policy's, ``policy.Policy``)."""
 
   estimator: str
   k: int
@@ -227,24 +115,36 @@ class UpdateSpec:
   inner_epochs: int = 1
   clip_eps: float = 0.2
   kl_coef: float = 0.0
-  n: int = 8
-  prompt_len: int = 1
-  temperature: float = 1.0
 
-  def __post_init__(self):
-    if self.off_policy not in OFF_POLICY:
-      raise ValueError(f"Unknown off_policy={self.off_policy!r}; valid: {OFF_POLICY}.")
-    if self.baseline not in BASELINES:
-      raise ValueError(f"Unknown baseline={self.baseline!r}; valid: {BASELINES}.")
+  def __post_init__(self) -> None:
+    if self.off_policy not in runs_lib.OFF_POLICY:
+      raise ValueError(f"Unknown off_policy={self.off_policy!r}; valid: {runs_lib.OFF_POLICY}.")
+    if self.baseline not in runs_lib.BASELINES:
+      raise ValueError(f"Unknown baseline={self.baseline!r}; valid: {runs_lib.BASELINES}.")
     if self.inner_epochs < 1:
       raise ValueError(f"inner_epochs={self.inner_epochs} must be >= 1.")
-    if not self.temperature > 0:
-      raise ValueError(f"temperature={self.temperature} must be > 0.")
 
   @property
   def method(self) -> str:
     """The inner-epoch method actually used (k-free estimators always use ppo_clip)."""
-    return "ppo_clip" if self.estimator in K_FREE_ESTIMATORS else self.off_policy
+    return "ppo_clip" if self.estimator in runs_lib.K_FREE_ESTIMATORS else self.off_policy
+
+
+class Targets(NamedTuple):
+  """What the inner epochs of one update hold fixed (computed once, by ``make_targets``).
+
+  Attributes:
+    seq_old_Pxn: log pi_old(y) of each sample (the sampling policy's).
+    adv_Pxn: the run's on-policy advantages.
+    shift_Pxn: ``adv - S``, the max@k estimator's baseline term (zero for the k-free
+      estimators; see the module docstring).
+    logp_ref_BxC: token log-probs under the warm start pi_ref.
+  """
+
+  seq_old_Pxn: jax.Array
+  adv_Pxn: jax.Array
+  shift_Pxn: jax.Array
+  logp_ref_BxC: jax.Array
 
 
 def importance_diagnostics(log_ratio_Pxn: jax.Array) -> dict[str, jax.Array]:
@@ -325,57 +225,69 @@ def _relative_gap(w_Pxn: jax.Array, reference_Pxn: jax.Array) -> jax.Array:
   return jnp.where(norm > 0, gap / jnp.where(norm > 0, norm, 1.0), 0.0)
 
 
-def _sequence_logp(graphdef, params, tokens_BxT, mask_BxC, spec):
-  logp_BxC, entropy_BxC = model_lib.token_logprobs(
-    graphdef, params, tokens_BxT, spec.prompt_len, spec.temperature
-  )
-  return logp_BxC, jnp.sum(logp_BxC * mask_BxC, axis=-1).reshape(-1, spec.n), entropy_BxC
+def sequence_logp(
+  policy: policy_lib.Policy, params: Any, batch: rollouts.Batch
+) -> tuple[jax.Array, jax.Array]:
+  """``(logp_BxC, seq_Pxn)``: token log-probs of the completions under ``policy`` and
+  their sums over each completion's tokens (log pi(y)), one row per prompt."""
+  logp_BxC, _ = policy.logprobs(params, batch.tokens_BxT)
+  n = batch.rewards_Pxn.shape[-1]
+  return logp_BxC, jnp.sum(logp_BxC * batch.mask_BxC, axis=-1).reshape(-1, n)
 
 
-def policy_loss(
-  params,
-  graphdef,
-  tokens_BxT,
-  mask_BxC,
-  rewards_Pxn,
-  seq_old_Pxn,
-  adv_Pxn,
-  shift_Pxn,
-  logp_ref_BxC,
+def _policy_gradient_loss(
+  seq_Pxn: jax.Array,
+  log_ratio_Pxn: jax.Array,
+  batch: rollouts.Batch,
+  targets: Targets,
   spec: UpdateSpec,
-):
-  """Loss (to minimise) and metrics of one inner epoch; see the module docstring."""
-  logp_BxC, seq_Pxn, _ = _sequence_logp(graphdef, params, tokens_BxT, mask_BxC, spec)
-  num_prompts = seq_Pxn.shape[0]
-  log_ratio_Pxn = jax.lax.stop_gradient(seq_Pxn - seq_old_Pxn)
-  method = spec.method
-  metrics = importance_diagnostics(log_ratio_Pxn)
+) -> tuple[jax.Array, jax.Array, Metrics]:
+  """``(pg_loss, clip_frac, gap metrics)`` of the run's method (module docstring)."""
+  rewards_Pxn, num_prompts = batch.rewards_Pxn, seq_Pxn.shape[0]
+  weights, metrics = {}, {}
   if spec.estimator == "max_at_k":
     weights = {
-      m: off_policy_weights(m, rewards_Pxn, log_ratio_Pxn, adv_Pxn, shift_Pxn, spec.k)
+      m: off_policy_weights(
+        m, rewards_Pxn, log_ratio_Pxn, targets.adv_Pxn, targets.shift_Pxn, spec.k
+      )
       for m in ("exact", "first_order", "ppo_clip")
     }
     for m in ("first_order", "ppo_clip"):
       metrics[f"gap_{m}"] = _relative_gap(weights[m], weights["exact"])
-  if method == "surrogate":
+  if spec.method == "surrogate":
     objective = jnp.sum(
-      maxk.max_at_k_surrogate(seq_Pxn, seq_old_Pxn, rewards_Pxn, spec.k)
-    ) + jnp.sum(shift_Pxn * jnp.exp(seq_Pxn - seq_old_Pxn))
-    pg_loss = -objective / num_prompts
-    clip_frac = jnp.zeros(())
+      maxk.max_at_k_surrogate(seq_Pxn, targets.seq_old_Pxn, rewards_Pxn, spec.k)
+    ) + jnp.sum(targets.shift_Pxn * jnp.exp(seq_Pxn - targets.seq_old_Pxn))
+    return -objective / num_prompts, jnp.zeros(()), metrics
+  if spec.estimator == "max_at_k":
+    w_Pxn = weights[spec.method]
   else:
-    if spec.estimator == "max_at_k":
-      w_Pxn = weights[method]
-    else:
-      w_Pxn = off_policy_weights(method, rewards_Pxn, log_ratio_Pxn, adv_Pxn, shift_Pxn, spec.k)
-    clipped_Pxn = ((w_Pxn > 0) & (log_ratio_Pxn > jnp.log1p(spec.clip_eps))) | (
-      (w_Pxn < 0) & (log_ratio_Pxn < jnp.log1p(-spec.clip_eps))
+    w_Pxn = off_policy_weights(
+      spec.method, rewards_Pxn, log_ratio_Pxn, targets.adv_Pxn, targets.shift_Pxn, spec.k
     )
-    w_Pxn = jax.lax.stop_gradient(jnp.where(clipped_Pxn, 0.0, w_Pxn))
-    pg_loss = -jnp.sum(w_Pxn * seq_Pxn) / num_prompts
-    clip_frac = jnp.mean(clipped_Pxn.astype(jnp.float32))
+  clipped_Pxn = ((w_Pxn > 0) & (log_ratio_Pxn > jnp.log1p(spec.clip_eps))) | (
+    (w_Pxn < 0) & (log_ratio_Pxn < jnp.log1p(-spec.clip_eps))
+  )
+  w_Pxn = jax.lax.stop_gradient(jnp.where(clipped_Pxn, 0.0, w_Pxn))
+  pg_loss = -jnp.sum(w_Pxn * seq_Pxn) / num_prompts
+  return pg_loss, jnp.mean(clipped_Pxn.astype(jnp.float32)), metrics
+
+
+def policy_loss(
+  params: Any,
+  policy: policy_lib.Policy,
+  batch: rollouts.Batch,
+  targets: Targets,
+  spec: UpdateSpec,
+) -> tuple[jax.Array, Metrics]:
+  """Loss (to minimise) and metrics of one inner epoch; see the module docstring."""
+  logp_BxC, seq_Pxn = sequence_logp(policy, params, batch)
+  log_ratio_Pxn = jax.lax.stop_gradient(seq_Pxn - targets.seq_old_Pxn)
+  metrics = importance_diagnostics(log_ratio_Pxn)
+  pg_loss, clip_frac, gaps = _policy_gradient_loss(seq_Pxn, log_ratio_Pxn, batch, targets, spec)
   if spec.kl_coef > 0:
-    kl = jnp.mean(kl_penalty(logp_BxC, logp_ref_BxC, mask_BxC, jnp.exp(log_ratio_Pxn).reshape(-1)))
+    rho_B = jnp.exp(log_ratio_Pxn).reshape(-1)
+    kl = jnp.mean(kl_penalty(logp_BxC, targets.logp_ref_BxC, batch.mask_BxC, rho_B))
   else:
     kl = jnp.zeros(())
   loss = pg_loss + spec.kl_coef * kl
@@ -385,6 +297,7 @@ def policy_loss(
     "clip_frac": clip_frac,
     "abs_log_ratio": jnp.mean(jnp.abs(log_ratio_Pxn)),
     **metrics,
+    **gaps,
   }
 
 
@@ -402,106 +315,100 @@ LAST_EPOCH_METRICS = (
 _FIRST_EPOCH_ALSO = ("clip_frac", "abs_log_ratio")
 
 
-def make_update(
-  graphdef: nnx.GraphDef,
+def make_targets(
+  policy: policy_lib.Policy,
+  params: Any,
+  ref_params: Any,
+  batch: rollouts.Batch,
+  spec: UpdateSpec,
+) -> tuple[Targets, jax.Array]:
+  """The update's ``Targets`` and the sampling policy's token log-probs ``logp_old_BxC``."""
+  logp_old_BxC, seq_old_Pxn = sequence_logp(policy, params, batch)
+  seq_old_Pxn = jax.lax.stop_gradient(seq_old_Pxn)
+  rewards_Pxn = batch.rewards_Pxn
+  adv_Pxn = runs_lib.advantages(spec.estimator, rewards_Pxn, spec.k, spec.baseline)
+  if spec.estimator == "max_at_k":
+    shift_Pxn = adv_Pxn - maxk.max_at_k_advantages(rewards_Pxn, spec.k, baseline="none")
+  else:
+    shift_Pxn = jnp.zeros_like(adv_Pxn)
+  # The warm start's log-probs: the KL penalty's reference, and in every run the
+  # logged distance of the sampling policy from the warm start.
+  logp_ref_BxC, _ = policy.logprobs(ref_params, batch.tokens_BxT)
+  logp_ref_BxC = jax.lax.stop_gradient(logp_ref_BxC)
+  return Targets(seq_old_Pxn, adv_Pxn, shift_Pxn, logp_ref_BxC), logp_old_BxC
+
+
+def _step_metrics(per_epoch: Metrics) -> Metrics:
+  """Each metric at the first inner epoch, and those of ``LAST_EPOCH_METRICS`` at the
+  last as ``last_<name>``."""
+  metrics = {}
+  for name, x in per_epoch.items():
+    if name not in LAST_EPOCH_METRICS or name in _FIRST_EPOCH_ALSO:
+      metrics[name] = x[0]
+    if name in LAST_EPOCH_METRICS:
+      metrics[f"last_{name}"] = x[-1]
+  return metrics
+
+
+def update_step(
+  params: Any,
+  opt_state: Any,
+  ref_params: Any,
+  batch: rollouts.Batch,
+  *,
+  policy: policy_lib.Policy,
   optimizer: optax.GradientTransformation,
   spec: UpdateSpec,
-  state_sharding=None,
-):
-  """A jitted RL update: (params, opt_state, ref_params, tokens, mask, rewards) -> new state.
+) -> tuple[Any, Any, Metrics]:
+  """One RL update: ``spec.inner_epochs`` full-batch steps of ``optimizer`` on
+  ``policy_loss``; returns the new parameters and optimiser state and the metrics.
 
-  ``tokens_BxT`` holds B = P * n rows (prompt + completion; row p * n + i is sample
-  i of prompt p), ``mask_BxC`` marks completion tokens up to and including EOS,
-  ``rewards_Pxn`` the rewards. ``ref_params`` (the warm start) enters the loss only
-  when ``kl_coef > 0``; every run logs ``kl_to_warm_start`` from it.
+  ``ref_params`` (the warm start) enters the loss only when ``kl_coef > 0``; every
+  update logs ``kl_to_warm_start`` from it.
+  """
+  targets, logp_old_BxC = make_targets(policy, params, ref_params, batch, spec)
+  grad_fn = jax.value_and_grad(policy_loss, has_aux=True)
+
+  def epoch(carry: tuple[Any, Any], _: None) -> tuple[tuple[Any, Any], Metrics]:
+    params, opt_state = carry
+    (loss, aux), grads = grad_fn(params, policy, batch, targets, spec)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    return (params, opt_state), {"loss": loss, "grad_norm": optax.global_norm(grads), **aux}
+
+  (params, opt_state), per_epoch = jax.lax.scan(
+    epoch, (params, opt_state), None, length=spec.inner_epochs
+  )
+  metrics = _step_metrics(per_epoch)
+  metrics["adv_abs_mean"] = jnp.mean(jnp.abs(targets.adv_Pxn))
+  metrics["grad_norm_max"] = jnp.max(per_epoch["grad_norm"])
+  # KL(pi_old || pi_ref) of whole completions, estimated without bias by the mean
+  # over the batch's samples (drawn from pi_old) of log pi_old(y) - log pi_ref(y).
+  metrics["kl_to_warm_start"] = jnp.mean(
+    jnp.sum((jax.lax.stop_gradient(logp_old_BxC) - targets.logp_ref_BxC) * batch.mask_BxC, axis=-1)
+  )
+  return params, opt_state, metrics
+
+
+def make_update(
+  policy: policy_lib.Policy,
+  optimizer: optax.GradientTransformation,
+  spec: UpdateSpec,
+  state_sharding: jax.sharding.Sharding | None = None,
+) -> Any:
+  """``update_step`` jitted: (params, opt_state, ref_params, batch) -> (params,
+  opt_state, metrics), donating the first two.
+
   ``state_sharding`` (e.g. replicated) pins the sharding of the returned state, so
   that the next call hits the compilation cache.
+
+  Raises:
+    ValueError: if ``policy`` samples from a nucleus (``top_p < 1``), whose
+      log-probs the update cannot compute (see the module docstring).
   """
-
-  def update(params, opt_state, ref_params, tokens_BxT, mask_BxC, rewards_Pxn):
-    logp_old_BxC, seq_old_Pxn, _ = _sequence_logp(graphdef, params, tokens_BxT, mask_BxC, spec)
-    seq_old_Pxn = jax.lax.stop_gradient(seq_old_Pxn)
-    adv_Pxn = advantages(spec.estimator, rewards_Pxn, spec.k, spec.baseline)
-    if spec.estimator == "max_at_k":
-      shift_Pxn = adv_Pxn - maxk.max_at_k_advantages(rewards_Pxn, spec.k, baseline="none")
-    else:
-      shift_Pxn = jnp.zeros_like(adv_Pxn)
-    # The warm start's log-probs: the KL penalty's reference, and in every run the
-    # logged distance of the sampling policy from the warm start.
-    logp_ref_BxC, _ = model_lib.token_logprobs(
-      graphdef, ref_params, tokens_BxT, spec.prompt_len, spec.temperature
-    )
-    logp_ref_BxC = jax.lax.stop_gradient(logp_ref_BxC)
-    grad_fn = jax.value_and_grad(policy_loss, has_aux=True)
-
-    def epoch(carry, _):
-      params, opt_state = carry
-      (loss, aux), grads = grad_fn(
-        params,
-        graphdef,
-        tokens_BxT,
-        mask_BxC,
-        rewards_Pxn,
-        seq_old_Pxn,
-        adv_Pxn,
-        shift_Pxn,
-        logp_ref_BxC,
-        spec,
-      )
-      updates, opt_state = optimizer.update(grads, opt_state, params)
-      params = optax.apply_updates(params, updates)
-      return (params, opt_state), {"loss": loss, "grad_norm": optax.global_norm(grads), **aux}
-
-    (params, opt_state), per_epoch = jax.lax.scan(
-      epoch, (params, opt_state), None, length=spec.inner_epochs
-    )
-    metrics = {}
-    for name, x in per_epoch.items():
-      if name not in LAST_EPOCH_METRICS or name in _FIRST_EPOCH_ALSO:
-        metrics[name] = x[0]
-      if name in LAST_EPOCH_METRICS:
-        metrics[f"last_{name}"] = x[-1]
-    metrics["adv_abs_mean"] = jnp.mean(jnp.abs(adv_Pxn))
-    metrics["grad_norm_max"] = jnp.max(per_epoch["grad_norm"])
-    # KL(pi_old || pi_ref) of whole completions, estimated without bias by the mean
-    # over the batch's samples (drawn from pi_old) of log pi_old(y) - log pi_ref(y).
-    metrics["kl_to_warm_start"] = jnp.mean(
-      jnp.sum((jax.lax.stop_gradient(logp_old_BxC) - logp_ref_BxC) * mask_BxC, axis=-1)
-    )
-    return params, opt_state, metrics
-
+  if policy.top_p < 1:
+    raise ValueError(f"RL needs policy.top_p = 1, got {policy.top_p}.")
+  step = functools.partial(update_step, policy=policy, optimizer=optimizer, spec=spec)
   return jax.jit(
-    update, donate_argnums=(0, 1), out_shardings=(state_sharding, state_sharding, state_sharding)
-  )
-
-
-def make_optimizer(
-  learning_rate: float,
-  warmup_steps: int,
-  max_grad_norm: float,
-  weight_decay: float = 0.0,
-  *,
-  decay_steps: int = 0,
-  final_lr_fraction: float = 1.0,
-) -> optax.GradientTransformation:
-  """Adam(W) with global-norm clipping and linear warmup over ``warmup_steps`` updates
-  (none if 0: the first update already uses ``learning_rate``), then a constant rate,
-  or with ``decay_steps > 0`` a cosine decay reaching ``final_lr_fraction *
-  learning_rate`` at update ``decay_steps`` (warmup included) and staying there.
-  Each inner epoch of an RL step is one update."""
-  if decay_steps > 0:
-    schedule = optax.warmup_cosine_decay_schedule(
-      0.0 if warmup_steps else learning_rate,
-      learning_rate,
-      warmup_steps,
-      max(decay_steps, warmup_steps + 1),
-      final_lr_fraction * learning_rate,
-    )
-  elif warmup_steps:
-    schedule = optax.linear_schedule(0.0, learning_rate, warmup_steps)
-  else:
-    schedule = learning_rate
-  return optax.chain(
-    optax.clip_by_global_norm(max_grad_norm),
-    optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay),
+    step, donate_argnums=(0, 1), out_shardings=(state_sharding, state_sharding, state_sharding)
   )

@@ -46,7 +46,7 @@ def filter_logits(logits_BxV: jax.Array, temperature: float, top_p: float) -> ja
   return jnp.where(logits_BxV >= threshold_B[:, None], logits_BxV, -jnp.inf)
 
 
-def _choose(logits_BxV, key, temperature, top_p):
+def _choose(logits_BxV: jax.Array, key: jax.Array, temperature: float, top_p: float) -> jax.Array:
   if temperature == 0.0:
     return jnp.argmax(logits_BxV, axis=-1).astype(jnp.int32)
   return jax.random.categorical(key, filter_logits(logits_BxV, temperature, top_p)).astype(
@@ -54,9 +54,43 @@ def _choose(logits_BxV, key, temperature, top_p):
   )
 
 
-def _entropy(logits_BxV):
+def _entropy(logits_BxV: jax.Array) -> jax.Array:
   logz_BxV = jax.nn.log_softmax(logits_BxV, axis=-1)
   return -jnp.sum(jnp.exp(logz_BxV) * logz_BxV, axis=-1)
+
+
+# The decoding state: (KV cache, logits at the last position) with the cache, else the
+# token buffer [B, L + max_new] (PAD after the tokens so far).
+
+
+def _prefill(
+  model: Any, cfg: model_lib.ModelConfig, prompts_BxL: jax.Array, max_new: int, use_cache: bool
+) -> Any:
+  """The decoding state after the prompts."""
+  batch, prompt_len = prompts_BxL.shape
+  if use_cache:
+    cache = model_lib.init_cache(cfg, batch, prompt_len + max_new)
+    logits_BxLxV, cache = model(prompts_BxL, cache=cache, start=0)
+    return (cache, logits_BxLxV[:, -1])
+  return jnp.concatenate([prompts_BxL, jnp.full((batch, max_new), tasks.PAD_ID, jnp.int32)], axis=1)
+
+
+def _current_logits(model: Any, state: Any, position: jax.Array, use_cache: bool) -> jax.Array:
+  """``[B, V]``: the logits of the token at ``position``."""
+  if use_cache:
+    return state[1]
+  logits_BxTxV, _ = model(state)
+  return jax.lax.dynamic_index_in_dim(logits_BxTxV, position - 1, axis=1, keepdims=False)
+
+
+def _append(
+  model: Any, state: Any, token_B: jax.Array, position: jax.Array, use_cache: bool
+) -> Any:
+  """The decoding state after ``token_B`` is placed at ``position``."""
+  if use_cache:
+    next_logits_Bx1xV, cache = model(token_B[:, None], cache=state[0], start=position)
+    return (cache, next_logits_Bx1xV[:, 0])
+  return jax.lax.dynamic_update_index_in_dim(state, token_B, position, axis=1)
 
 
 @functools.partial(
@@ -110,35 +144,16 @@ def generate(
   if total > cfg.max_len:
     raise ValueError(f"prompt_len + max_new = {total} exceeds max_len={cfg.max_len}.")
   model = nnx.merge(graphdef, params)
+  state = _prefill(model, cfg, prompts_BxL, max_new, use_cache)
 
-  if use_cache:
-    cache = model_lib.init_cache(cfg, batch, total)
-    logits_BxLxV, cache = model(prompts_BxL, cache=cache, start=0)
-    state: Any = (cache, logits_BxLxV[:, -1])
-  else:
-    buffer_BxT = jnp.concatenate(
-      [prompts_BxL, jnp.full((batch, max_new), tasks.PAD_ID, jnp.int32)], axis=1
-    )
-    state = buffer_BxT
-
-  def step(carry, t):
+  def step(carry: tuple[Any, jax.Array], t: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
     state, done_B = carry
-    if use_cache:
-      cache, logits_BxV = state
-    else:
-      logits_BxTxV, _ = model(state)
-      logits_BxV = jax.lax.dynamic_index_in_dim(
-        logits_BxTxV, prompt_len + t - 1, axis=1, keepdims=False
-      )
+    logits_BxV = _current_logits(model, state, prompt_len + t, use_cache)
     token_B = _choose(logits_BxV, jax.random.fold_in(rng, t), temperature, top_p)
     token_B = jnp.where(done_B, tasks.PAD_ID, token_B)
     live_B = (~done_B).astype(jnp.float32)
     done_B = done_B | (token_B == tasks.EOS_ID)
-    if use_cache:
-      next_logits_Bx1xV, cache = model(token_B[:, None], cache=cache, start=prompt_len + t)
-      state = (cache, next_logits_Bx1xV[:, 0])
-    else:
-      state = jax.lax.dynamic_update_index_in_dim(state, token_B, prompt_len + t, axis=1)
+    state = _append(model, state, token_B, prompt_len + t, use_cache)
     tempered_BxV = logits_BxV / temperature if temperature > 0 else logits_BxV
     out = {"tokens": token_B, "mask": live_B, "entropy": _entropy(tempered_BxV)}
     if return_logits:

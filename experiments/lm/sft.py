@@ -9,6 +9,8 @@ pass@k / max@k optimisation matters.
 
 from __future__ import annotations
 
+from typing import Any
+
 from flax import nnx
 import jax
 import jax.numpy as jnp
@@ -19,11 +21,10 @@ from experiments.lm import model as model_lib
 from experiments.lm import tasks as tasks_lib
 
 
-def make_batch(
-  task: tasks_lib.Task, rng: np.random.Generator, batch_size: int, exclude: frozenset[str]
-) -> tuple[np.ndarray, np.ndarray]:
-  """``(tokens_BxT, mask_BxC)``: BOS + prompt + solution + EOS (+ PAD), completion mask."""
-  examples = tasks_lib.sample_examples(task, rng, batch_size, exclude=exclude)
+def make_batch(task: tasks_lib.Task, problems: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """``(tokens_BxT, mask_BxC)`` of problem rows (``streams.sft_problems``): BOS + prompt
+  + solution + EOS (+ PAD), and the completion mask."""
+  examples = [task.example(row) for row in problems]
   prompts = tasks_lib.encode_prompts([e.prompt for e in examples])
   completions = tasks_lib.encode_completions([e.solution for e in examples], task.completion_len)
   mask = np.zeros(completions.shape, np.float32)
@@ -33,8 +34,12 @@ def make_batch(
 
 
 def loss_fn(
-  params, graphdef: nnx.GraphDef, tokens_BxT: jax.Array, mask_BxC: jax.Array, prompt_len: int
-):
+  params: Any,
+  graphdef: nnx.GraphDef[Any],
+  tokens_BxT: jax.Array,
+  mask_BxC: jax.Array,
+  prompt_len: int,
+) -> tuple[jax.Array, jax.Array]:
   """Mean token NLL of the completion tokens (mask), returned twice (value, aux)."""
   logp_BxC, _ = model_lib.token_logprobs(graphdef, params, tokens_BxT, prompt_len)
   num_tokens = jnp.maximum(jnp.sum(mask_BxC), 1.0)
@@ -43,17 +48,19 @@ def loss_fn(
 
 
 def make_update(
-  graphdef: nnx.GraphDef,
+  graphdef: nnx.GraphDef[Any],
   optimizer: optax.GradientTransformation,
   prompt_len: int,
-  state_sharding=None,
-):
+  state_sharding: jax.sharding.Sharding | None = None,
+) -> Any:
   """A jitted SFT step: (params, opt_state, tokens, mask) -> (params, opt_state, metrics).
 
   ``state_sharding`` pins the sharding of the outputs (see ``rl.make_update``).
   """
 
-  def update(params, opt_state, tokens_BxT, mask_BxC):
+  def update(
+    params: Any, opt_state: Any, tokens_BxT: jax.Array, mask_BxC: jax.Array
+  ) -> tuple[Any, Any, dict[str, jax.Array]]:
     (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(
       params, graphdef, tokens_BxT, mask_BxC, prompt_len
     )

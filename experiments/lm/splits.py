@@ -9,9 +9,9 @@ never drawn. Excluding exact prompt strings instead would let the same problems
 through in another form.
 
 Training data are a deterministic function of (seed, stage, step): SFT step s
-draws ``sft.batch_size`` problems from ``sft_rng(seed, s)`` and RL step s draws
-``rl.prompts_per_step`` problems from ``rl_rng(seed, s)`` (shared by every RL run).
-``make_split`` replays these draws without a model (3-4 seconds for the paper
+draws ``sft.batch_size`` problems and RL step s ``rl.prompts_per_step`` problems
+(shared by every RL run), from the streams of ``streams``. ``make_split`` replays
+these draws without a model (3-4 seconds for the paper
 config's 768,000 draws on 2 busy CPU cores, nearly all of it the replay), so
 ``split.json`` records exactly what a run trains on, and a test checks every
 shipped config.
@@ -27,7 +27,6 @@ neighbours of seen ones.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 import json
 import os
 from typing import Any
@@ -35,48 +34,10 @@ from typing import Any
 import ml_collections
 import numpy as np
 
+from experiments.lm import streams
 from experiments.lm import tasks as tasks_lib
 
-SFT_STREAM, RL_STREAM = 0, 2
 SPLIT_FILE = "split.json"
-
-
-def sft_rng(seed: int, step: int) -> np.random.Generator:
-  """The generator of SFT step ``step``'s batch."""
-  return np.random.default_rng([seed, SFT_STREAM, step])
-
-
-def rl_rng(seed: int, step: int) -> np.random.Generator:
-  """The generator of RL step ``step``'s prompts (the same for every RL run)."""
-  return np.random.default_rng([seed, RL_STREAM, step])
-
-
-def training_keys(
-  task: tasks_lib.Task,
-  config: ml_collections.ConfigDict,
-  exclude: Collection[int] | np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-  """Keys of every problem the run draws: ``(sft [steps * batch], rl [steps * prompts])``.
-
-  Replays the draws of ``train`` (``sft.make_batch`` and the RL loop), with the same
-  generators and exclusion, in step order.
-  """
-  excluded = np.sort(np.fromiter(exclude, np.int64))
-  c = config
-  sft = [
-    task.problem_keys(
-      tasks_lib.draw_problems(task, sft_rng(c.seed, s), c.sft.batch_size, exclude=excluded)
-    )
-    for s in range(1, c.sft.steps + 1)
-  ]
-  rl = [
-    task.problem_keys(
-      tasks_lib.draw_problems(task, rl_rng(c.seed, s), c.rl.prompts_per_step, exclude=excluded)
-    )
-    for s in range(1, c.rl.steps + 1)
-  ]
-  empty = np.zeros(0, np.int64)
-  return np.concatenate(sft or [empty]), np.concatenate(rl or [empty])
 
 
 def _distinct(keys: np.ndarray) -> np.ndarray:
@@ -144,7 +105,7 @@ def make_split(
   eval_keys = np.asarray(eval_keys, np.int64)
   if _distinct(eval_keys).size != eval_keys.size:
     raise ValueError("eval_keys must be distinct problem keys.")
-  sft, rl = training_keys(task, config, eval_keys)
+  sft, rl = streams.training_keys(task, config, eval_keys)
   both = np.concatenate([sft, rl])
   near = near_eval_problems(task, both, eval_keys)
   return {

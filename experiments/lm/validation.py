@@ -9,13 +9,15 @@ partial results.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+import dataclasses
 import math
 import numbers
 from typing import Any
 
 import ml_collections
 
-from experiments.lm import rl
+from experiments.lm import runs as runs_lib
 from experiments.lm import tasks as tasks_lib
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -51,8 +53,9 @@ def _real(
   above: float | None = None,
   at_least: float | None = None,
   at_most: float | None = None,
+  below: float | None = None,
 ) -> float:
-  """A finite real number in the given bounds (``above`` is strict)."""
+  """A finite real number in the given bounds (``above`` and ``below`` are strict)."""
   value = _value(config, field)
   number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
   ok = (
@@ -61,15 +64,16 @@ def _real(
     and (above is None or number > above)
     and (at_least is None or number >= at_least)
     and (at_most is None or number <= at_most)
+    and (below is None or number < below)
   )
   if number is None or not ok:
-    bounds = ((">", above), (">=", at_least), ("<=", at_most))
+    bounds = ((">", above), (">=", at_least), ("<=", at_most), ("<", below))
     wanted = " and ".join(f"{op} {bound}" for op, bound in bounds if bound is not None)
     raise ConfigError(f"config.{field}={value!r} must be a finite number {wanted}.")
   return number
 
 
-def _choice(config: ml_collections.ConfigDict, field: str, choices) -> str:
+def _choice(config: ml_collections.ConfigDict, field: str, choices: Sequence[str]) -> str:
   value = _value(config, field)
   if value not in choices:
     raise ConfigError(f"config.{field}={value!r} must be one of {tuple(choices)}.")
@@ -83,29 +87,22 @@ def _check_divides(field: str, rows: int, num_devices: int) -> None:
     )
 
 
-def validate_config(config: ml_collections.ConfigDict, *, device_count: int | None = None) -> None:
-  """Checks every field of an LM experiment config (layout: ``configs/tiny.py``).
+@dataclasses.dataclass(frozen=True)
+class ValidConfig:
+  """A config that passed ``validate_config``, with what validating it built.
 
-  Args:
+  Attributes:
     config: the experiment config.
-    device_count: devices available to the run; when given, ``num_devices`` must not
-      exceed it and every batch (SFT rows, RL rows ``prompts_per_step * n``, each
-      evaluation chunk's ``prompts * eval.n``) must divide over the mesh.
-
-  Raises:
-    ConfigError: naming the first field (``config.rl.steps``, ...) whose value is
-      missing, of the wrong type, non-finite or out of range.
+    task: its task (``config.task``).
+    runs: its RL runs (``config.rl.runs``), in order.
   """
-  _integer(config, "seed", 0)
-  num_devices = _integer(config, "num_devices", 0)
 
-  name = _choice(config, "task.name", sorted(tasks_lib.TASKS))
-  kwargs = _value(config, "task.kwargs")
-  try:
-    tasks_lib.make_task(name, **dict(kwargs))
-  except (TypeError, ValueError) as e:
-    raise ConfigError(f"config.task.kwargs={dict(kwargs)!r} for task {name!r}: {e}") from None
+  config: ml_collections.ConfigDict
+  task: tasks_lib.Task
+  runs: tuple[runs_lib.RunSpec, ...]
 
+
+def _model(config: ml_collections.ConfigDict) -> None:
   d_model = _integer(config, "model.d_model", 1)
   num_heads = _integer(config, "model.num_heads", 1)
   if d_model % num_heads:
@@ -114,33 +111,49 @@ def validate_config(config: ml_collections.ConfigDict, *, device_count: int | No
   _integer(config, "model.d_ff", 1)
   _choice(config, "model.dtype", DTYPES)
 
+
+def _task(config: ml_collections.ConfigDict) -> tasks_lib.Task:
+  name = _choice(config, "task.name", sorted(tasks_lib.TASKS))
+  kwargs = _value(config, "task.kwargs")
+  try:
+    return tasks_lib.make_task(name, **dict(kwargs))
+  except (TypeError, ValueError) as e:
+    raise ConfigError(f"config.task.kwargs={dict(kwargs)!r} for task {name!r}: {e}") from None
+
+
+def _optimizer(config: ml_collections.ConfigDict, stage: str) -> None:
+  _real(config, f"{stage}.learning_rate", above=0.0)
+  _integer(config, f"{stage}.warmup_steps", 0)
+  _real(config, f"{stage}.max_grad_norm", above=0.0)
+  _real(config, f"{stage}.adam_b2", at_least=0.0, below=1.0)
+
+
+def _sft(config: ml_collections.ConfigDict) -> None:
   _integer(config, "sft.steps", 0)  # 0: RL starts from the initial parameters.
-  sft_batch = _integer(config, "sft.batch_size", 1)
-  _real(config, "sft.learning_rate", above=0.0)
-  _integer(config, "sft.warmup_steps", 0)
+  _integer(config, "sft.batch_size", 1)
+  _optimizer(config, "sft")
   _real(config, "sft.weight_decay", at_least=0.0)
-  _real(config, "sft.max_grad_norm", above=0.0)
   _choice(config, "sft.schedule", SFT_SCHEDULES)
   _real(config, "sft.final_lr_fraction", at_least=0.0, at_most=1.0)
   _integer(config, "sft.eval_every", 0)
-  sft_eval_n = _integer(config, "sft.eval_n", 1)
+  _integer(config, "sft.eval_n", 1)
 
-  _choice(config, "rl.baseline", rl.BASELINES)
+
+def _rl(config: ml_collections.ConfigDict) -> tuple[runs_lib.RunSpec, ...]:
+  _choice(config, "rl.baseline", runs_lib.BASELINES)
   _choice(config, "rl.reward", REWARDS)
   rl_steps = _integer(config, "rl.steps", 1)
-  prompts_per_step = _integer(config, "rl.prompts_per_step", 1)
+  _integer(config, "rl.prompts_per_step", 1)
   n = _integer(config, "rl.n", 1)
-  off_policy = _choice(config, "rl.off_policy", rl.OFF_POLICY)
+  off_policy = _choice(config, "rl.off_policy", runs_lib.OFF_POLICY)
   runs = _value(config, "rl.runs")
   if not isinstance(runs, str):
     raise ConfigError(f"config.rl.runs={runs!r} must be a string such as 'max_at_k@4,grpo'.")
   try:
-    rl.parse_runs(runs, n, num_steps=rl_steps, off_policy=off_policy)
+    specs = runs_lib.parse_runs(runs, n, num_steps=rl_steps, off_policy=off_policy)
   except ValueError as e:
     raise ConfigError(f"config.rl.runs={runs!r}: {e}") from None
-  _real(config, "rl.learning_rate", above=0.0)
-  _integer(config, "rl.warmup_steps", 0)
-  _real(config, "rl.max_grad_norm", above=0.0)
+  _optimizer(config, "rl")
   _integer(config, "rl.inner_epochs", 1)
   _real(config, "rl.clip_eps", above=0.0)
   _real(config, "rl.kl_coef", at_least=0.0)
@@ -153,27 +166,67 @@ def validate_config(config: ml_collections.ConfigDict, *, device_count: int | No
       "it after an update, with an infinite importance ratio); lower config.rl.temperature "
       "instead (eval.top_p may be < 1)."
     )
+  return tuple(specs)
 
-  num_prompts = _integer(config, "eval.num_prompts", 1)
-  n_eval = _integer(config, "eval.n", 1)
+
+def _eval(config: ml_collections.ConfigDict) -> None:
+  _integer(config, "eval.num_prompts", 1)
+  _integer(config, "eval.n", 1)
   _integer(config, "eval.every", 1)
   _real(config, "eval.temperature", above=0.0)
   _real(config, "eval.top_p", above=0.0, at_most=1.0)
-  chunk = _integer(config, "eval.chunk_prompts", 0) or num_prompts
-  bin_n = _integer(config, "eval.bin_n", 0) or n_eval
+  _integer(config, "eval.chunk_prompts", 0)
+  _integer(config, "eval.bin_n", 0)
 
+
+def _mesh(config: ml_collections.ConfigDict, device_count: int) -> None:
+  """Every batch divides over the mesh of ``config.num_devices`` (0: all) devices."""
+  num_devices = int(config.num_devices)
+  if num_devices > device_count:
+    raise ConfigError(
+      f"config.num_devices={num_devices} exceeds the {device_count} devices available."
+    )
+  mesh = num_devices or device_count
+  _check_divides("config.sft.batch_size", config.sft.batch_size, mesh)
+  _check_divides(
+    "config.rl.prompts_per_step * config.rl.n", config.rl.prompts_per_step * config.rl.n, mesh
+  )
+  e = config.eval
+  num_prompts, chunk = e.num_prompts, e.chunk_prompts or e.num_prompts
+  samples = {"eval.n": e.n, "eval.bin_n": e.bin_n or e.n, "sft.eval_n": config.sft.eval_n}
+  for start in range(0, num_prompts, chunk):
+    for field, n in samples.items():
+      rows = min(chunk, num_prompts - start) * n
+      _check_divides(f"config.eval.num_prompts (or chunk_prompts) * config.{field}", rows, mesh)
+
+
+def validate_config(
+  config: ml_collections.ConfigDict, *, device_count: int | None = None
+) -> ValidConfig:
+  """Checks every field of an LM experiment config (layout: ``configs/tiny.py``).
+
+  Args:
+    config: the experiment config.
+    device_count: devices available to the run; when given, ``num_devices`` must not
+      exceed it and every batch (SFT rows, RL rows ``prompts_per_step * n``, each
+      evaluation chunk's ``prompts * eval.n``) must divide over the mesh.
+
+  Returns:
+    The config with its task and parsed runs.
+
+  Raises:
+    ConfigError: naming the first field (``config.rl.steps``, ...) whose value is
+      missing, of the wrong type, non-finite or out of range.
+  """
+  _integer(config, "seed", 0)
+  _integer(config, "num_devices", 0)
+  task = _task(config)
+  _model(config)
+  _sft(config)
+  runs = _rl(config)
+  _eval(config)
   _integer(config, "log_every", 1)
   _integer(config, "checkpoint_every", 1)
-
   if device_count is not None:
-    if num_devices > device_count:
-      raise ConfigError(
-        f"config.num_devices={num_devices} exceeds the {device_count} devices available."
-      )
-    mesh = num_devices or device_count
-    _check_divides("config.sft.batch_size", sft_batch, mesh)
-    _check_divides("config.rl.prompts_per_step * config.rl.n", prompts_per_step * n, mesh)
-    for start in range(0, num_prompts, chunk):
-      for field, samples in (("eval.n", n_eval), ("eval.bin_n", bin_n), ("sft.eval_n", sft_eval_n)):
-        rows = min(chunk, num_prompts - start) * samples
-        _check_divides(f"config.eval.num_prompts (or chunk_prompts) * config.{field}", rows, mesh)
+    _mesh(config, device_count)
+  return ValidConfig(config, task, runs)

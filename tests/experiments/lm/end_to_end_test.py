@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from experiments.lm import train
+from experiments.lm import log_schedule
 from experiments.lm import workdir as workdir_lib
 from experiments.lm.configs import tiny
 from tests import REPO_ROOT
@@ -40,11 +40,11 @@ def _env(cache_dir, **extra):
   return env
 
 
-def _command(workdir, *overrides):
+def _command(workdir, *overrides, module="experiments.lm.main"):
   return [
     sys.executable,
     "-m",
-    "experiments.lm.main",
+    module,
     f"--config={_CONFIG}:micro",
     f"--workdir={workdir}",
     *overrides,
@@ -221,14 +221,14 @@ def test_logged_keys_enumerate_the_log_of_a_finished_run(reference_run):
   config = tiny.get_config("micro")
   runs = ["max_at_k_k2-3-1", "grpo"]
   keys = [(r["stage"], r.get("run", ""), r["step"]) for r in _records(reference_run)]
-  assert train.logged_keys(config, runs, (3, config.rl.steps)) == keys
-  assert train.logged_keys(config, runs, (0, 4)) == keys[:4]  # SFT steps 1..4.
-  assert train.logged_keys(config, runs, None) == []
+  assert log_schedule.logged_keys(config, runs, (3, config.rl.steps)) == keys
+  assert log_schedule.logged_keys(config, runs, (0, 4)) == keys[:4]  # SFT steps 1..4.
+  assert log_schedule.logged_keys(config, runs, None) == []
 
 
-def _run(workdir, cache_dir, *overrides):
+def _run(workdir, cache_dir, *overrides, module="experiments.lm.main"):
   return subprocess.run(
-    _command(workdir, *overrides),
+    _command(workdir, *overrides, module=module),
     env=_env(cache_dir),
     cwd=_ROOT,
     capture_output=True,
@@ -278,9 +278,13 @@ def test_another_config_on_a_finished_workdir_is_refused(reference_run, cache_di
 
 
 # eval.n=0 runs under launch.distributed below; the unit tests cover every field.
-@pytest.mark.parametrize("override", ["rl.prompts_per_step=0", "rl.steps=-1"])
-def test_bad_config_value_exits_naming_the_field(override, cache_dir, tmp_path):
-  proc = _run(tmp_path / "w", cache_dir, f"--config.{override}")
+# Both ways to start the binary: `-m experiments.lm.main` and `-m experiments.lm`.
+@pytest.mark.parametrize(
+  "override, module",
+  [("rl.prompts_per_step=0", "experiments.lm.main"), ("rl.steps=-1", "experiments.lm")],
+)
+def test_bad_config_value_exits_naming_the_field(override, module, cache_dir, tmp_path):
+  proc = _run(tmp_path / "w", cache_dir, f"--config.{override}", module=module)
   assert proc.returncode != 0
   field = override.split("=")[0]
   assert f"config.{field}=" in proc.stderr.strip().splitlines()[-1]

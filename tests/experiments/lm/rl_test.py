@@ -10,19 +10,23 @@ import pytest
 from experiments import estimators as estimators_lib
 from experiments import schedules
 from experiments.lm import model as model_lib
+from experiments.lm import optimizer as optimizer_lib
+from experiments.lm import policy as policy_lib
 from experiments.lm import rl
+from experiments.lm import rollouts
+from experiments.lm import runs as runs_lib
 from experiments.lm import sampling
 from experiments.lm import tasks
 import maxk
 
 
 def test_parse_runs_and_schedules():
-  runs = rl.parse_runs("max_at_k@1, max_at_k@8:50:1:80:2,grpo", n=8)
+  runs = runs_lib.parse_runs("max_at_k@1, max_at_k@8:50:1:80:2,grpo", n=8)
   assert [r.name for r in runs] == ["max_at_k_k1", "max_at_k_k8-50-1-80-2", "grpo"]
   annealed = runs[1]
   assert annealed.k_label == "8:50:1:80:2"
   assert runs[2].k_label == "n/a" and runs[0].k_at(7) == 1 and runs[0].k_label == "1"
-  assert rl.parse_runs("max_at_k", n=8)[0].k_label == "1"
+  assert runs_lib.parse_runs("max_at_k", n=8)[0].k_label == "1"
   for bad, match in [
     ("max_at_k@9", "1 <= k <= n=8"),
     ("ppo", "Unknown estimator"),
@@ -34,7 +38,7 @@ def test_parse_runs_and_schedules():
     ("", "at least one"),
   ]:
     with pytest.raises(ValueError, match=match):
-      rl.parse_runs(bad, n=8)
+      runs_lib.parse_runs(bad, n=8)
   with pytest.raises(ValueError, match="off_policy"):
     rl.UpdateSpec(estimator="max_at_k", k=2, off_policy="magic")
 
@@ -43,35 +47,35 @@ def test_schedule_switches_after_the_first_t1_steps():
   # RL steps are numbered from 1; "8:50:1:80:2" is k=8 for the first 50 steps
   # (steps 1-50), k=1 for steps 51-80, then k=2: steps 50 and 80 still belong to
   # the earlier segment, as in the bandit runs.
-  annealed = rl.parse_runs("max_at_k@8:50:1:80:2", n=8)[0]
+  annealed = runs_lib.parse_runs("max_at_k@8:50:1:80:2", n=8)[0]
   ks = [annealed.k_at(step) for step in range(1, 101)]
   assert ks == [8] * 50 + [1] * 30 + [2] * 20
   assert annealed.schedule == schedules.parse_schedule("8:50:1:80:2")
 
 
 def test_parse_runs_checks_switch_steps_against_the_run_length():
-  rl.parse_runs("max_at_k@2:3:1", n=4, num_steps=4)
+  runs_lib.parse_runs("max_at_k@2:3:1", n=4, num_steps=4)
   with pytest.raises(ValueError, match="smaller than num_steps=3"):
-    rl.parse_runs("max_at_k@2:3:1", n=4, num_steps=3)
+    runs_lib.parse_runs("max_at_k@2:3:1", n=4, num_steps=3)
 
 
 def test_advantages_come_from_the_shared_registry():
   rewards = jnp.asarray(np.random.default_rng(0).random((2, 5)), jnp.float32)
-  for baseline in rl.BASELINES:
+  for baseline in runs_lib.BASELINES:
     np.testing.assert_array_equal(
-      rl.advantages("max_at_k", rewards, 3, baseline),
+      runs_lib.advantages("max_at_k", rewards, 3, baseline),
       maxk.max_at_k_advantages(rewards, 3, baseline=baseline),
     )
   np.testing.assert_array_equal(
-    rl.advantages("grpo", rewards, 3, "loo"), estimators_lib.get("grpo")(rewards, 3)
+    runs_lib.advantages("grpo", rewards, 3, "loo"), estimators_lib.get("grpo")(rewards, 3)
   )
   np.testing.assert_array_equal(
-    rl.advantages("max_minus_second", rewards, 3, "loo"),
+    runs_lib.advantages("max_minus_second", rewards, 3, "loo"),
     maxk.max_minus_second_advantages(rewards),
   )
-  assert rl.ESTIMATORS == ("max_at_k", "grpo", "rloo", "max_minus_second")
+  assert runs_lib.ESTIMATORS == ("max_at_k", "grpo", "rloo", "max_minus_second")
   with pytest.raises(ValueError, match="Unknown estimator"):
-    rl.advantages("pass_at_k_training", rewards, 3, "loo")
+    runs_lib.advantages("pass_at_k_training", rewards, 3, "loo")
 
 
 P, N, K = 3, 4, 2
@@ -91,17 +95,17 @@ def batch():
   return graphdef, params, tokens, out["mask"], rewards, prompts.shape[1]
 
 
+def _policy(graphdef, prompt_len, temperature=1.0):
+  return policy_lib.Policy(graphdef, CFG, prompt_len, temperature=temperature)
+
+
 @functools.partial(jax.jit, static_argnums=(1, 2))
-def _grad(params, graphdef, spec, old_params, tokens, mask, rewards):
-  _, seq_old, _ = rl._sequence_logp(graphdef, old_params, tokens, mask, spec)
-  adv = rl.advantages(spec.estimator, rewards, spec.k, spec.baseline)
-  shift = adv - maxk.max_at_k_advantages(rewards, spec.k, baseline="none")
-  zeros = jnp.zeros(mask.shape)
-  return jax.grad(
-    lambda p: rl.policy_loss(p, graphdef, tokens, mask, rewards, seq_old, adv, shift, zeros, spec)[
-      0
-    ]
-  )(params)
+def _grad(params, policy, spec, old_params, data):
+  _, seq_old = rl.sequence_logp(policy, old_params, data)
+  adv = runs_lib.advantages(spec.estimator, data.rewards_Pxn, spec.k, spec.baseline)
+  shift = adv - maxk.max_at_k_advantages(data.rewards_Pxn, spec.k, baseline="none")
+  targets = rl.Targets(seq_old, adv, shift, jnp.zeros(data.mask_BxC.shape))
+  return jax.grad(lambda p: rl.policy_loss(p, policy, data, targets, spec)[0])(params)
 
 
 def _close(a, b):
@@ -112,12 +116,10 @@ def _close(a, b):
 def test_first_epoch_gradient_is_the_on_policy_estimator(batch):
   # (The surrogate is checked against "exact" off-policy below.)
   graphdef, params, tokens, mask, rewards, prompt_len = batch
-  spec = lambda m: rl.UpdateSpec(
-    estimator="max_at_k", k=K, off_policy=m, n=N, prompt_len=prompt_len
-  )
+  policy, data = _policy(graphdef, prompt_len), rollouts.Batch(tokens, mask, rewards)
+  spec = lambda m: rl.UpdateSpec(estimator="max_at_k", k=K, off_policy=m)
   grads = {
-    m: _grad(params, graphdef, spec(m), params, tokens, mask, rewards)
-    for m in ("exact", "first_order", "ppo_clip")
+    m: _grad(params, policy, spec(m), params, data) for m in ("exact", "first_order", "ppo_clip")
   }
   for m in ("first_order", "ppo_clip"):
     _close(grads[m], grads["exact"])
@@ -126,17 +128,16 @@ def test_first_epoch_gradient_is_the_on_policy_estimator(batch):
 def test_surrogate_gradient_equals_unclipped_exact_weights_off_policy(batch):
   graphdef, params, tokens, mask, rewards, prompt_len = batch
   old = jax.tree.map(lambda x: x + 0.05 * jnp.sign(jnp.sin(1e3 * x)), params)
-  spec = lambda m: rl.UpdateSpec(
-    estimator="max_at_k", k=K, off_policy=m, n=N, prompt_len=prompt_len, clip_eps=1e6
-  )
+  policy, data = _policy(graphdef, prompt_len), rollouts.Batch(tokens, mask, rewards)
+  spec = lambda m: rl.UpdateSpec(estimator="max_at_k", k=K, off_policy=m, clip_eps=1e6)
   _close(
-    _grad(params, graphdef, spec("surrogate"), old, tokens, mask, rewards),
-    _grad(params, graphdef, spec("exact"), old, tokens, mask, rewards),
+    _grad(params, policy, spec("surrogate"), old, data),
+    _grad(params, policy, spec("exact"), old, data),
   )
 
 
 def test_runs_name_their_off_policy_method():
-  runs = rl.parse_runs(
+  runs = runs_lib.parse_runs(
     "max_at_k@4/exact, max_at_k@4/first_order, max_at_k@4/ppo_clip, max_at_k@4:2:1, rloo",
     n=8,
     off_policy="first_order",
@@ -161,7 +162,7 @@ def test_runs_name_their_off_policy_method():
   ]
   # One epoch is on-policy: no method applies.
   assert [r.label("loo", inner_epochs=1) for r in runs][3:] == ["max_at_k/loo/anneal", "rloo"]
-  assert rl.parse_runs("grpo/ppo_clip", n=4)[0].name == "grpo_ppo_clip"
+  assert runs_lib.parse_runs("grpo/ppo_clip", n=4)[0].name == "grpo_ppo_clip"
   for bad, match in [
     ("max_at_k@4/magic", "unknown off-policy method 'magic'"),
     ("grpo/exact", "supports only the ppo_clip"),
@@ -169,9 +170,9 @@ def test_runs_name_their_off_policy_method():
     ("max_at_k@4,max_at_k@4/exact", "repeats"),  # The default method is exact.
   ]:
     with pytest.raises(ValueError, match=match):
-      rl.parse_runs(bad, n=8)
+      runs_lib.parse_runs(bad, n=8)
   with pytest.raises(ValueError, match="off_policy='magic'"):
-    rl.parse_runs("grpo", n=8, off_policy="magic")
+    runs_lib.parse_runs("grpo", n=8, off_policy="magic")
 
 
 def test_importance_diagnostics():
@@ -294,17 +295,16 @@ def test_score_function_gradient_is_unbiased_at_the_sampling_temperature():
   # The exact gradient of the expected reward under the sampler's distribution.
   exact = jax.jit(jax.grad(lambda p: jnp.sum(jnp.exp(sampler_logp(p)) * reward)))(theta)
 
-  @functools.partial(jax.jit, static_argnums=0)
-  def expected_estimate(spec, p, old_p, p_draw):
+  @functools.partial(jax.jit, static_argnums=(0, 1))
+  def expected_estimate(policy, spec, p, old_p, p_draw):
     # E_{y ~ pi_old}[w(y) grad log pi(y)] with k = 1, no baseline: each completion
     # is its own group, its reward scaled by the chance that the sampler draws it.
-    _, seq_old, _ = rl._sequence_logp(graphdef, old_p, tokens, mask, spec)
     rewards = (p_draw * reward)[:, None]
-    adv = rl.advantages("max_at_k", rewards, 1, "none")
-    zeros = jnp.zeros(mask.shape)
-    loss = lambda q: rl.policy_loss(
-      q, graphdef, tokens, mask, rewards, seq_old, adv, jnp.zeros_like(adv), zeros, spec
-    )[0]
+    data = rollouts.Batch(tokens, mask, rewards)
+    _, seq_old = rl.sequence_logp(policy, old_p, data)
+    adv = runs_lib.advantages("max_at_k", rewards, 1, "none")
+    targets = rl.Targets(seq_old, adv, jnp.zeros_like(adv), jnp.zeros(mask.shape))
+    loss = lambda q: rl.policy_loss(q, policy, data, targets, spec)[0]
     return jax.tree.map(lambda g: -num * g, jax.grad(loss)(p))
 
   def relative_error(grads):
@@ -313,19 +313,13 @@ def test_score_function_gradient_is_unbiased_at_the_sampling_temperature():
     return (diff / sum(float(jnp.sum(e**2)) for e in jax.tree.leaves(exact))) ** 0.5
 
   for temperature, unbiased in ((TEMPERATURE, True), (1.0, False)):
-    spec = rl.UpdateSpec(
-      estimator="max_at_k",
-      k=1,
-      baseline="none",
-      n=1,
-      prompt_len=prompt_len,
-      clip_eps=1e6,
-      temperature=temperature,
-    )
+    # The policy's temperature: the learner's log-probs, the sampler's distribution.
+    policy = _policy(graphdef, prompt_len, temperature)
+    spec = rl.UpdateSpec(estimator="max_at_k", k=1, baseline="none", clip_eps=1e6)
     # On-policy (the first epoch), then with importance ratios (samples from old).
     for old_params in (theta, old):
       p_draw = jnp.exp(sampler_logp(old_params))
-      error = relative_error(expected_estimate(spec, theta, old_params, p_draw))
+      error = relative_error(expected_estimate(policy, spec, theta, old_params, p_draw))
       if unbiased:
         assert error < 1e-3
       else:  # The temperature-1 log-probs: the former update's bias.
@@ -340,15 +334,15 @@ def test_update_logs_off_policy_diagnostics(batch):
     off_policy="first_order",
     inner_epochs=3,
     kl_coef=0.1,
-    n=N,
-    prompt_len=prompt_len,
-    temperature=0.7,
   )
-  optimizer = rl.make_optimizer(3e-2, 0, 1.0)
+  optimizer = optimizer_lib.make_optimizer(3e-2, 0, 1.0)
   start = jax.tree.map(jnp.copy, params)
-  update = rl.make_update(graphdef, optimizer, spec)
+  update = rl.make_update(_policy(graphdef, prompt_len, 0.7), optimizer, spec)
   new, _, metrics = update(
-    jax.tree.map(jnp.copy, params), optimizer.init(params), start, tokens, mask, rewards
+    jax.tree.map(jnp.copy, params),
+    optimizer.init(params),
+    start,
+    rollouts.Batch(tokens, mask, rewards),
   )
   metrics = jax.device_get(metrics)
   assert "ess_frac" not in metrics  # Trivial (1) at the first epoch.
@@ -364,12 +358,15 @@ def test_update_logs_off_policy_diagnostics(batch):
 
 def test_kl_to_warm_start_is_the_mean_sequence_log_ratio(batch):
   graphdef, params, tokens, mask, rewards, prompt_len = batch
-  spec = rl.UpdateSpec(estimator="grpo", k=1, n=N, prompt_len=prompt_len, temperature=0.7)
+  spec = rl.UpdateSpec(estimator="grpo", k=1)
   warm = jax.tree.map(lambda x: x + 0.05 * jnp.sin(jnp.arange(x.size).reshape(x.shape)), params)
-  optimizer = rl.make_optimizer(1e-3, 0, 1.0)
-  update = rl.make_update(graphdef, optimizer, spec)
+  optimizer = optimizer_lib.make_optimizer(1e-3, 0, 1.0)
+  update = rl.make_update(_policy(graphdef, prompt_len, 0.7), optimizer, spec)
   _, _, metrics = update(
-    jax.tree.map(jnp.copy, params), optimizer.init(params), warm, tokens, mask, rewards
+    jax.tree.map(jnp.copy, params),
+    optimizer.init(params),
+    warm,
+    rollouts.Batch(tokens, mask, rewards),
   )
   logp, _ = model_lib.token_logprobs(graphdef, params, tokens, prompt_len, 0.7)
   logp_warm, _ = model_lib.token_logprobs(graphdef, warm, tokens, prompt_len, 0.7)
@@ -386,8 +383,8 @@ def test_rloo_is_n_times_max_at_1_with_the_loo_minus_one_baseline(binary):
     r = rng.random((7, n))
     r = (r < 0.4).astype(np.float32) if binary else r.astype(np.float32)
     by_hand = n / (n - 1) * (r - r.mean(-1, keepdims=True))  # r_i - mean of the others.
-    rloo = rl.advantages("rloo", jnp.asarray(r), 1, "loo_minus_one")
-    max1 = rl.advantages("max_at_k", jnp.asarray(r), 1, "loo_minus_one")
+    rloo = runs_lib.advantages("rloo", jnp.asarray(r), 1, "loo_minus_one")
+    max1 = runs_lib.advantages("max_at_k", jnp.asarray(r), 1, "loo_minus_one")
     np.testing.assert_allclose(rloo, by_hand, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(rloo, n * np.asarray(max1), rtol=1e-5, atol=1e-6)
 
@@ -396,7 +393,7 @@ def test_optimizer_cosine_decay():
   """Adam's update under a constant gradient is -lr(t) exactly, so it reads the schedule."""
   params, grads = {"w": jnp.zeros(2)}, {"w": jnp.ones(2)}
   peak, warmup, decay, final = 1e-2, 3, 10, 0.1
-  opt = rl.make_optimizer(peak, warmup, 10.0, decay_steps=decay, final_lr_fraction=final)
+  opt = optimizer_lib.make_optimizer(peak, warmup, 10.0, decay_steps=decay, final_lr_fraction=final)
   state = opt.init(params)
   for t in range(14):
     if t < warmup:
@@ -415,7 +412,31 @@ def test_optimizer_warmup():
   params = {"w": jnp.zeros(3)}
   grads = {"w": jnp.ones(3)}
   for warmup, first_step in ((0, 1e-2), (4, 0.0)):
-    opt = rl.make_optimizer(1e-2, warmup, max_grad_norm=10.0)
+    opt = optimizer_lib.make_optimizer(1e-2, warmup, max_grad_norm=10.0)
     updates, _ = opt.update(grads, opt.init(params), params)
     # Adam's first step is -lr * sign(g) (bias-corrected moments).
     np.testing.assert_allclose(updates["w"], -first_step, rtol=1e-4)
+
+
+def test_optimizer_second_moment_decay():
+  """Adam's second step, by hand: m and v are b1- and b2-averages of g1 = 1, g2 = 3."""
+  params = {"w": jnp.zeros(())}
+  lr, b1 = 1e-2, 0.9
+  for b2 in (0.95, 0.5):
+    opt = optimizer_lib.make_optimizer(lr, 0, max_grad_norm=100.0, b2=b2)
+    state = opt.init(params)
+    _, state = opt.update({"w": jnp.ones(())}, state, params)
+    updates, _ = opt.update({"w": jnp.full((), 3.0)}, state, params)
+    m = (b1 * (1 - b1) * 1 + (1 - b1) * 3) / (1 - b1**2)
+    v = (b2 * (1 - b2) * 1 + (1 - b2) * 9) / (1 - b2**2)
+    np.testing.assert_allclose(updates["w"], -lr * m / (np.sqrt(v) + 1e-8), rtol=1e-5)
+
+
+def test_the_update_refuses_a_nucleus_policy():
+  graphdef, _ = model_lib.create(CFG, seed=0)
+  nucleus = policy_lib.Policy(graphdef, CFG, 3, top_p=0.9)
+  with pytest.raises(ValueError, match="top_p"):
+    rl.make_update(nucleus, optimizer_lib.make_optimizer(1e-3, 0, 1.0), rl.UpdateSpec("grpo", 1))
+  for bad in ({"temperature": 0.0}, {"top_p": 0.0}, {"prompt_len": CFG.max_len}):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+      policy_lib.Policy(**{"graphdef": graphdef, "cfg": CFG, "prompt_len": 3, **bad})

@@ -11,6 +11,7 @@ import pytest
 from experiments.lm import evaluation
 from experiments.lm import sft
 from experiments.lm import splits
+from experiments.lm import streams
 from experiments.lm import tasks
 from experiments.lm.configs import tiny
 from tests import REPO_ROOT
@@ -63,30 +64,39 @@ def test_without_exclusion_the_tiny_config_would_overlap():
   """The check above can fail: the same draws without exclusion hit most eval problems."""
   config = tiny.get_config()
   task, eval_keys = _task_and_eval_keys(config)
-  sft_keys, rl_keys = splits.training_keys(task, config, exclude=np.zeros(0, np.int64))
+  sft_keys, rl_keys = streams.training_keys(task, config, exclude=np.zeros(0, np.int64))
   hits = splits.overlap(np.concatenate([sft_keys, rl_keys]), eval_keys)
   assert hits > len(eval_keys) // 2
 
 
 def test_split_replays_the_sft_batches_and_rl_prompts():
-  """sft.make_batch and the RL loop draw exactly the problems make_split counts."""
+  """The trainer's draws (SFT from the generator [seed, 0, step], RL from [seed, 2,
+  step]) are exactly the problems make_split counts, and sft.make_batch poses them."""
   config = tiny.get_config()
   config.sft.steps, config.rl.steps = 3, 2
   task, eval_keys = _task_and_eval_keys(config)
   exclude = frozenset(eval_keys.tolist())
-  sft_keys, rl_keys = splits.training_keys(task, config, exclude)
+  sft_keys, rl_keys = streams.training_keys(task, config, exclude)
   batch = config.sft.batch_size
   for step in range(1, config.sft.steps + 1):
-    tokens, _ = sft.make_batch(task, splits.sft_rng(config.seed, step), batch, exclude)
-    prompts = [tasks.decode_completion(row[1 : 1 + task.prompt_len]) for row in tokens]
-    keys = [task.prompt_key(p) for p in prompts]
+    expected = tasks.draw_problems(
+      task, np.random.default_rng([config.seed, 0, step]), batch, exclude=exclude
+    )
+    rows = streams.sft_problems(task, config.seed, step, batch, exclude)
+    np.testing.assert_array_equal(rows, expected)
+    tokens, _ = sft.make_batch(task, rows)
+    prompts = tasks.encode_prompts([task.example(row).prompt for row in expected])
+    np.testing.assert_array_equal(tokens[:, : prompts.shape[1]], prompts)
+    keys = task.problem_keys(expected).tolist()
     assert keys == sft_keys[(step - 1) * batch : step * batch].tolist()
   per_step = config.rl.prompts_per_step
   for step in range(1, config.rl.steps + 1):
-    examples = tasks.sample_examples(
-      task, splits.rl_rng(config.seed, step), per_step, exclude=exclude
+    expected = tasks.draw_problems(
+      task, np.random.default_rng([config.seed, 2, step]), per_step, exclude=exclude
     )
-    keys = [task.prompt_key(e.prompt) for e in examples]
+    rows = streams.rl_problems(task, config.seed, step, per_step, exclude)
+    np.testing.assert_array_equal(rows, expected)
+    keys = task.problem_keys(expected).tolist()
     assert keys == rl_keys[(step - 1) * per_step : step * per_step].tolist()
 
 
@@ -141,7 +151,7 @@ def test_make_split_counts_near_problems():
   config.sft.steps, config.rl.steps = 1, 1  # 24 draws: some eval problems are near, some not.
   task, eval_keys = _task_and_eval_keys(config)
   split = splits.make_split(task, config, eval_keys)
-  sft_keys, rl_keys = splits.training_keys(task, config, eval_keys)
+  sft_keys, rl_keys = streams.training_keys(task, config, eval_keys)
   train = {tuple(task.key_text(int(k)).split("+")) for k in np.concatenate([sft_keys, rl_keys])}
   near = [bool(set(task.key_text(int(k)).split("+")) & set().union(*train)) for k in eval_keys]
   assert split["near_eval_problems"] == sum(near)

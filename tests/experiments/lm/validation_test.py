@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from experiments.lm import runs as runs_lib
 from experiments.lm import validation
 from experiments.lm.configs import default
 from experiments.lm.configs import paper
@@ -41,7 +42,11 @@ def _config(**overrides):
 )
 def test_shipped_configs_are_valid(config):
   validation.validate_config(config)
-  validation.validate_config(config, device_count=1)
+  valid = validation.validate_config(config, device_count=1)
+  assert valid.config is config and valid.task.name == config.task.name
+  assert [r.name for r in valid.runs] == [
+    r.name for r in runs_lib.parse_runs(config.rl.runs, config.rl.n, num_steps=config.rl.steps)
+  ]
 
 
 # Integer fields: counts >= 1, step counts and seeds >= 0; bools and floats are not ints.
@@ -95,6 +100,8 @@ def test_bad_integer_fields_are_named(field, value):
     ("eval.top_p", 0.0),
     ("eval.temperature", -math.inf),
     ("rl.learning_rate", "fast"),
+    ("rl.adam_b2", 1.0),
+    ("sft.adam_b2", -0.1),
   ],
 )
 def test_bad_real_fields_are_named(field, value):
