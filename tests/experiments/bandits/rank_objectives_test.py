@@ -6,6 +6,7 @@ import jax
 import numpy as np
 import pytest
 
+from experiments import estimators as estimators_lib
 from experiments.bandits import policies
 from experiments.bandits import rank_objectives
 from experiments.bandits import variance
@@ -23,7 +24,7 @@ def test_objective_weights():
   with pytest.raises(ValueError, match="Unknown objective='mode'"):
     rank_objectives.objective_weights("mode", 2, top_m=2)
   with pytest.raises(ValueError, match="must be one of"):
-    rank_objectives.estimators_for("max", top_m=2)
+    rank_objectives.estimators_for("max")
 
 
 def test_exact_gradient_of_max_matches_the_policy_and_maxrl_matches_pass_at_k():
@@ -44,7 +45,8 @@ def test_exact_gradient_of_max_matches_the_policy_and_maxrl_matches_pass_at_k():
 
 
 def test_maxrl_peer_is_rescaled_maxk_maxrl_advantages():
-  est = rank_objectives.estimators_for("maxrl", top_m=2)[-2]
+  est = estimators_lib.get("maxrl", objective="maxrl")
+  assert est in rank_objectives.estimators_for("maxrl")
   rewards = np.array([0.1, 0.9, 0.7, 0.2], np.float32)
   np.testing.assert_allclose(
     est(rewards, 2, pass_threshold=0.5),
