@@ -46,7 +46,8 @@ MIN_SINGLE_WIDTH = 7.0
 # narrower panels instead of an ever wider figure.
 MAX_PANELS_WIDTH = 15.0
 
-RC_PARAMS: dict[str, Any] = {
+# Keys typed Any: matplotlib's stubs accept only literal rcParams names as keys.
+RC_PARAMS: dict[Any, Any] = {
   "figure.dpi": DPI,
   "savefig.dpi": DPI,
   "figure.figsize": (8.0, 4.5),
@@ -198,7 +199,8 @@ def shade(name: str, index: int, count: int) -> str:
   rgb = np.array(mcolors.to_rgb(color(name)))
   t = 0.0 if count <= 1 else index / (count - 1) - 0.5  # -0.5 (light) .. 0.5 (dark)
   mixed = rgb + (1 - rgb) * (-t) * 1.1 if t < 0 else rgb * (1 - t * 0.9)
-  return mcolors.to_hex(np.clip(mixed, 0, 1))
+  r, g, b = (float(x) for x in np.clip(mixed, 0, 1))
+  return mcolors.to_hex((r, g, b))
 
 
 def sequential(index: int, count: int) -> str:
@@ -254,7 +256,8 @@ def figure(
     fig = plt.figure(figsize=size)
   else:
     fig = Figure(figsize=size)
-  fig._maxk_legend_width = legend_width  # pylint: disable=protected-access
+  # Our own attribute of the figure, read by legend().
+  fig._maxk_legend_width = legend_width  # type: ignore[attr-defined]
   axes = fig.subplots(nrows, ncols, **kwargs)
   return fig, axes
 

@@ -16,7 +16,7 @@ makes their rows (bias against the objective's exact gradient, variance, stderr,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 import dataclasses
 from typing import Any
 
@@ -41,11 +41,11 @@ def exact_objective_gradient(
   logits: jax.Array, weights: np.ndarray, rewards: np.ndarray
 ) -> np.ndarray:
   """Exact gradient of ``order_stat_exact(softmax(logits), rewards, weights)``, float64 ``[L]``."""
-  weights = np.asarray(weights, np.float64)
-  rewards = jnp.asarray(rewards, jnp.float32)
+  weights64 = np.asarray(weights, np.float64)
+  rewards32 = jnp.asarray(rewards, jnp.float32)
 
-  def objective(params):
-    return maxk.order_stat_exact(jax.nn.softmax(params), rewards, weights)
+  def objective(params: jax.Array) -> jax.Array:
+    return maxk.order_stat_exact(jax.nn.softmax(params), rewards32, weights64)
 
   return np.asarray(jax.jit(jax.grad(objective))(jnp.asarray(logits)), np.float64)
 
@@ -91,8 +91,10 @@ def monte_carlo(
       raise ValueError(f"k={cell.k} must satisfy 1 <= k <= n={cell.n}.")
   policy, cells = setting.policy, tuple(cells)
 
-  def stats(target, cell, key, centers32):
-    def one(kk):
+  def stats(
+    target: jax.Array, cell: Cell, key: jax.Array, centers32: jax.Array
+  ) -> tuple[jax.Array, jax.Array]:
+    def one(kk: jax.Array) -> jax.Array:
       y = policy.sample(target, kk, cell.n)
       rewards, score = policy.reward(y), policy.score(target, y)
       advantages = [
@@ -105,7 +107,9 @@ def monte_carlo(
     return mean, jnp.sum((g - mean) ** 2, axis=0) / (num_replicates - 1)
 
   @jax.jit
-  def run(target, keys, centers):
+  def run(
+    target: jax.Array, keys: list[jax.Array], centers: list[jax.Array]
+  ) -> list[tuple[jax.Array, jax.Array]]:
     return [stats(target, cell, kk, c) for cell, kk, c in zip(cells, keys, centers)]
 
   centers = [np.asarray(c.centers, np.float64) for c in cells]
@@ -126,7 +130,7 @@ def run_objectives(
   seed: int,
   pass_threshold: float,
   top_m: int,
-  progress: Callable = lambda x: x,
+  progress: Callable[[list[Any]], Iterable[Any]] = lambda x: x,
 ) -> list[dict[str, Any]]:
   """Rows of the rank objectives other than ``max`` on the categorical settings.
 
@@ -155,7 +159,8 @@ def run_objectives(
       continue
     cells = []
     for k in ks:
-      ests, exact = [], {}
+      ests: list[estimators_lib.Estimator] = []
+      exact: dict[str, np.ndarray] = {}
       for objective in objectives:
         weights = objective_weights(objective, k, top_m=top_m)
         if weights is None:

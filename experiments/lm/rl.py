@@ -41,7 +41,7 @@ the methods on the same prompts and sampling keys):
   For the "loo*" baselines a_i - S_i depends only on the other samples, so the term
   has zero mean under pi_old for every theta and the estimator stays unbiased; at
   rho = 1 (the first epoch) w equals the on-policy advantages exactly.
-* ``"ppo_clip"`` (any estimator; always used by k-independent ones such as GRPO):
+* ``"ppo_clip"`` (any estimator; always used by those other than max@k, e.g. GRPO):
   w_i = rho_i * a_i, the gradient of PPO's ratio objective (Schulman et al. 2017,
   arXiv 1707.06347, Eq. 7).
 * ``"surrogate"`` (max@k estimators): maximise ``maxk.max_at_k_surrogate`` plus the
