@@ -6,7 +6,9 @@ fonts and colours:
 * :func:`apply` sets matplotlib's rcParams (font sizes, line widths, dpi); notebooks
   call it once at the top, the figure functions below call it themselves.
 * :func:`color` and :func:`marker` give each estimator, baseline or method one fixed
-  colour and marker, the same in every figure ("loo_minus_one" is always red).
+  colour and marker, the same in every figure ("loo_minus_one" is always red): an
+  estimator's are those of its :mod:`experiments.estimators` entry, other names'
+  are :data:`COLORS` and :data:`MARKERS`.
 * :func:`figure` makes a figure at a legible size: panels of :data:`PANEL` inches,
   multi-panel figures at least :data:`MIN_MULTI_WIDTH` inches wide, i.e. at least
   ~1000 px when saved at :data:`DPI`.
@@ -30,6 +32,8 @@ from matplotlib import colors as mcolors
 from matplotlib.figure import Figure
 import numpy as np
 
+from experiments import estimators as estimators_lib
+
 # Saved and inline resolution (pixels per inch).
 DPI = 110
 # The size of one panel in inches (width, height).
@@ -42,7 +46,8 @@ MIN_SINGLE_WIDTH = 7.0
 # narrower panels instead of an ever wider figure.
 MAX_PANELS_WIDTH = 15.0
 
-RC_PARAMS: dict[str, Any] = {
+# Keys typed Any: matplotlib's stubs accept only literal rcParams names as keys.
+RC_PARAMS: dict[Any, Any] = {
   "figure.dpi": DPI,
   "savefig.dpi": DPI,
   "figure.figsize": (8.0, 4.5),
@@ -66,29 +71,13 @@ RC_PARAMS: dict[str, Any] = {
   "savefig.facecolor": "white",
 }
 
-# One colour per name, fixed across every figure. Aliases (the LM's off-policy
-# method names, the rank-objective names) share their estimator's colour.
+# One colour per name that is not an estimator, fixed across every figure; the
+# estimators carry theirs (:func:`experiments.estimators.colors`, which includes
+# the off-policy method names "exact" and "first_order").
 COLORS: dict[str, str] = {
-  # The baselines of maxk.max_at_k_advantages.
-  "none": "#7f7f7f",
-  "loo": "#1f77b4",
-  "loo_centered": "#17becf",
-  "loo_minus_one": "#d62728",
-  "mean_std": "#9467bd",
-  # Off-policy estimators / methods.
-  "off_policy_exact": "#2ca02c",
-  "exact": "#2ca02c",
-  "off_policy_first_order": "#a6a216",
-  "first_order": "#a6a216",
+  # LM off-policy methods that are no estimator of the registry.
   "ppo_clip": "#7b4173",
   "surrogate": "#c49c94",
-  # Peer estimators.
-  "grpo": "#ff7f0e",
-  "rloo": "#e377c2",
-  "max_minus_second": "#393b79",
-  "pass_at_k_training": "#8c564b",
-  "maxrl": "#637939",
-  "maxrl_no_cv": "#9acd32",
   # Methods / references.
   "base": "#000000",
   "max_at_k": "#d62728",
@@ -104,7 +93,7 @@ COLORS: dict[str, str] = {
   "maj_at_k": "#e7ba52",
   "maj_at_k_advantages": "#bd9e39",
   "maj_at_k_exact": "#8c6d31",
-  # Rank objectives.
+  # Rank objectives ("maxrl" is coloured as its estimator).
   "max": "#d62728",
   "top_m": "#6b6ecf",
   "min": "#2f4f4f",
@@ -127,24 +116,10 @@ COLORS: dict[str, str] = {
   "success_objective_advantages": "#843c39",
 }
 
+# Markers of names that are not estimators (the estimators carry theirs).
 MARKERS: dict[str, str] = {
-  "none": "o",
-  "loo": "s",
-  "loo_centered": "D",
-  "loo_minus_one": "^",
-  "mean_std": "v",
-  "off_policy_exact": "P",
-  "exact": "P",
-  "off_policy_first_order": "X",
-  "first_order": "X",
   "ppo_clip": "*",
   "surrogate": "h",
-  "grpo": "<",
-  "rloo": ">",
-  "max_minus_second": "p",
-  "pass_at_k_training": "d",
-  "maxrl": "H",
-  "maxrl_no_cv": "8",
   "base": "o",
 }
 
@@ -170,33 +145,41 @@ def _stable_index(name: str, size: int) -> int:
   return zlib.crc32(name.encode("utf-8")) % size
 
 
-def _key(name: str) -> str | None:
+def colors() -> dict[str, str]:
+  """Name -> colour of every known name: the registered estimators, then :data:`COLORS`."""
+  return {**estimators_lib.colors(), **COLORS}
+
+
+def _key(name: str, known: dict[str, str]) -> str | None:
   """The known name that ``name`` is, or starts with (``"loo k=4"`` -> ``"loo"``)."""
-  if name in COLORS:
+  if name in known:
     return name
   head = re.split(r"[\s,:(=]", name.strip(), maxsplit=1)[0]
-  return head if head in COLORS else None
+  return head if head in known else None
 
 
 def color(name: str) -> str:
-  """The fixed colour (hex string) of an estimator, baseline, method or objective.
+  """The fixed colour (hex string) of an estimator, baseline, method or objective
+  (an estimator's is its registry entry's ``color``).
 
   A label that starts with a known name followed by a space, comma, colon, ``(`` or
   ``=`` gets that name's colour (``"loo_minus_one k=4"`` is coloured as
   ``loo_minus_one``). Any other name gets a colour of :data:`FALLBACK_PALETTE` picked
   by a stable hash (CRC-32) of the name, the same in every process.
   """
-  key = _key(name)
+  known = colors()
+  key = _key(name, known)
   if key is not None:
-    return COLORS[key]
+    return known[key]
   return FALLBACK_PALETTE[_stable_index(name, len(FALLBACK_PALETTE))]
 
 
 def marker(name: str) -> str:
   """The fixed marker of a name (as :func:`color`; unknown names: stable hash)."""
-  key = _key(name)
-  if key is not None and key in MARKERS:
-    return MARKERS[key]
+  key = _key(name, colors())
+  markers = {**estimators_lib.markers(), **MARKERS}
+  if key is not None and key in markers:
+    return markers[key]
   return _FALLBACK_MARKERS[_stable_index(name, len(_FALLBACK_MARKERS))]
 
 
@@ -216,7 +199,8 @@ def shade(name: str, index: int, count: int) -> str:
   rgb = np.array(mcolors.to_rgb(color(name)))
   t = 0.0 if count <= 1 else index / (count - 1) - 0.5  # -0.5 (light) .. 0.5 (dark)
   mixed = rgb + (1 - rgb) * (-t) * 1.1 if t < 0 else rgb * (1 - t * 0.9)
-  return mcolors.to_hex(np.clip(mixed, 0, 1))
+  r, g, b = (float(x) for x in np.clip(mixed, 0, 1))
+  return mcolors.to_hex((r, g, b))
 
 
 def sequential(index: int, count: int) -> str:
@@ -272,7 +256,8 @@ def figure(
     fig = plt.figure(figsize=size)
   else:
     fig = Figure(figsize=size)
-  fig._maxk_legend_width = legend_width  # pylint: disable=protected-access
+  # Our own attribute of the figure, read by legend().
+  fig._maxk_legend_width = legend_width  # type: ignore[attr-defined]
   axes = fig.subplots(nrows, ncols, **kwargs)
   return fig, axes
 

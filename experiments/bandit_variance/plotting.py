@@ -96,7 +96,7 @@ def _per_policy_figure(rows: Sequence[dict[str, Any]], policy: str):
   rows = _select(rows, policy=policy)
   ks = sorted({r["k"] for r in rows})
   ns = sorted({r["n"] for r in rows})
-  known = [n for n in estimators_lib.ESTIMATOR_NAMES if _select(rows, estimator=n)]
+  known = [n for n in estimators_lib.names() if _select(rows, estimator=n)]
   names = known + [n for n in dict.fromkeys(r["estimator"] for r in rows) if n not in known]
   fig, axes = plot_style.figure(2, len(ks), legend_width=_LEGEND_WIDTH)
   return rows, ks, ns, names, fig, axes

@@ -1,41 +1,22 @@
 """Rank objectives beyond max@k on the categorical bandit: exact gradients and estimators.
 
-A rank objective of k draws is ``J = E[sum_j w_j X_(j:k)]`` over the ascending order
-statistics of k i.i.d. rewards (:func:`maxk.rank_weights`). The objectives studied:
-
-* ``max``: max@k (the estimators of :mod:`experiments.estimators`; not built here).
-* ``top_m``: the mean of the top ``m`` of k rewards (cells with ``k < m`` are skipped).
-* ``min``: min@k, the expected worst of k rewards (pass^k on {0, 1} rewards).
-* ``maxrl``: MaxRL's mixture ``sum_{j<=k} pass@j / j`` (arXiv 2602.02710) on the
-  binarised reward ``correct = reward >= pass_threshold``, written as one weight
-  vector over k draws, ``sum_j lift_rank_weights(rank_weights("max", j), k) / j``.
-  The binary form is MaxRL's own (a truncated log pass rate) and lets the MaxRL peer
-  estimator be compared against the same exact gradient.
+The objectives are those of :mod:`experiments.objectives` other than ``max`` (the
+max@k study of :mod:`experiments.bandits.variance`): ``top_m`` (cells with ``k < m``
+are skipped), ``min`` and ``maxrl``. Their estimators are the registry's entries of
+each objective (:func:`experiments.estimators.entries`): the baselines ``none``,
+``loo``, ``loo_centered`` of :func:`maxk.order_stat_advantages`, unbiased for every
+objective, and for ``maxrl`` MaxRL's peers ``maxrl`` and ``maxrl_no_cv`` (the
+``estimator`` column; the ``objective`` column names the target).
 
 The exact gradient is ``jax.grad`` of ``maxk.order_stat_exact`` of the softmax policy
-(float64 NumPy), as the max@k gradient uses ``maxk.max_at_k_exact``.
-
-Estimators (the ``estimator`` column; the ``objective`` column names the target):
-
-* ``none``, ``loo``, ``loo_centered``: the baselines of :func:`maxk.order_stat_advantages`
-  with the objective's weights, unbiased for every objective (the same names mean
-  the same baselines as for max@k).
-* ``maxrl``, ``maxrl_no_cv`` (objective ``maxrl`` only): :func:`maxk.maxrl_advantages`
-  with and without the control variate, divided by n to the gradient scale. They
-  target ``sum_{j<n} pass@j / j`` and ``sum_{j<=n} pass@j / j`` respectively (the
-  truncation is set by the group size n, not by k), so against ``sum_{j<=k}`` they
-  are unbiased only at ``k == n - 1`` and ``k == n``; elsewhere the bias is reported
-  as measured.
-
-Every estimator is called like :class:`experiments.estimators.Estimator` (on-policy),
-so :func:`experiments.bandits.variance.monte_carlo` evaluates them unchanged and
-:func:`experiments.bandits.variance.summarize` makes their rows (bias against the
-objective's exact gradient, variance, stderr, ...).
+(float64 NumPy), as the max@k gradient uses ``maxk.max_at_k_exact``. Every
+estimator is called on-policy, so :func:`experiments.bandits.variance.summarize`
+makes their rows (bias against the objective's exact gradient, variance, stderr, ...).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 import dataclasses
 from typing import Any
 
@@ -43,121 +24,50 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments import estimators as estimators_lib
+from experiments import objectives as objectives_lib
 from experiments.bandits import variance
 import maxk
 
 # Every objective of the study; "max" is the max@k study of experiments.bandits.variance.
-OBJECTIVES = ("max", "top_m", "min", "maxrl")
-RANK_BASELINES = ("none", "loo", "loo_centered")
-MAXRL_PEERS = ("maxrl", "maxrl_no_cv")
+OBJECTIVES = objectives_lib.OBJECTIVES
+objective_weights = objectives_lib.objective_weights
+objective_rewards = objectives_lib.objective_rewards
 # Folded into a cell's key: the objectives' draws are independent of the max@k study's.
 _KEY_TAG = 1
-
-
-def objective_weights(objective: str, k: int, *, top_m: int) -> np.ndarray | None:
-  """The ``[k]`` rank weights of ``objective`` over k draws, or None if undefined at k.
-
-  ``top_m`` is undefined for ``k < top_m``; ``maxrl`` weighs the binarised rewards.
-
-  Raises:
-    ValueError: on an unknown objective.
-  """
-  if objective == "max":
-    return maxk.rank_weights("max", k)
-  if objective == "top_m":
-    return maxk.rank_weights("top_m", k, m=top_m) if k >= top_m else None
-  if objective == "min":
-    return maxk.rank_weights("min", k)
-  if objective == "maxrl":
-    return sum(maxk.lift_rank_weights(maxk.rank_weights("max", j), k) / j for j in range(1, k + 1))
-  raise ValueError(f"Unknown objective={objective!r}; valid options are {list(OBJECTIVES)}.")
-
-
-def objective_rewards(objective: str, rewards, pass_threshold: float):
-  """The rewards the objective weighs: binarised for ``maxrl``, else unchanged."""
-  if objective == "maxrl":
-    return (rewards >= pass_threshold).astype(jnp.float32)
-  return rewards
 
 
 def exact_objective_gradient(
   logits: jax.Array, weights: np.ndarray, rewards: np.ndarray
 ) -> np.ndarray:
   """Exact gradient of ``order_stat_exact(softmax(logits), rewards, weights)``, float64 ``[L]``."""
-  weights = np.asarray(weights, np.float64)
-  rewards = jnp.asarray(rewards, jnp.float32)
+  weights64 = np.asarray(weights, np.float64)
+  rewards32 = jnp.asarray(rewards, jnp.float32)
 
-  def objective(params):
-    return maxk.order_stat_exact(jax.nn.softmax(params), rewards, weights)
+  def objective(params: jax.Array) -> jax.Array:
+    return maxk.order_stat_exact(jax.nn.softmax(params), rewards32, weights64)
 
   return np.asarray(jax.jit(jax.grad(objective))(jnp.asarray(logits)), np.float64)
 
 
-@dataclasses.dataclass(frozen=True)
-class RankEstimator:
-  """An on-policy gradient estimator of one rank objective (``Estimator``'s interface).
-
-  Attributes:
-    name: the ``estimator`` column value.
-    objective: the ``objective`` column value.
-    top_m: the m of ``top_m``.
-    fn: ``(objective rewards [..., n], weights [k]) -> advantages [..., n]``.
-    unbiased: ``(n, k) -> bool``, whether it is unbiased for the objective's gradient.
-  """
-
-  name: str
-  objective: str
-  top_m: int
-  fn: Callable[[jax.Array, np.ndarray], jax.Array]
-  unbiased: Callable[[int, int], bool]
-  off_policy: bool = False
-
-  def __call__(self, rewards, k: int, *, log_ratio=None, pass_threshold: float = 0.5):
-    del log_ratio
-    weights = objective_weights(self.objective, k, top_m=self.top_m)
-    r = objective_rewards(self.objective, jnp.asarray(rewards, jnp.float32), pass_threshold)
-    return self.fn(r, weights)
-
-  def expected_unbiased(self, n: int, k: int, shift: float = 0.0) -> bool:
-    del shift
-    return self.unbiased(n, k)
-
-
-def _baseline(name: str) -> Callable[[jax.Array, np.ndarray], jax.Array]:
-  return lambda r, w: maxk.order_stat_advantages(r, w, baseline=name)
-
-
-def _maxrl(control_variate: bool) -> Callable[[jax.Array, np.ndarray], jax.Array]:
-  def fn(correct: jax.Array, weights: np.ndarray) -> jax.Array:
-    del weights
-    n = correct.shape[-1]
-    return maxk.maxrl_advantages(correct, control_variate=control_variate) / n
-
-  return fn
-
-
-def estimators_for(objective: str, *, top_m: int) -> list[RankEstimator]:
-  """The estimators of a rank objective (not ``max``): the baselines, plus MaxRL's peers."""
+def estimators_for(objective: str) -> tuple[estimators_lib.Estimator, ...]:
+  """The registered estimators of a rank objective (not ``max``), in registration order."""
   if objective not in OBJECTIVES or objective == "max":
     raise ValueError(f"objective={objective!r} must be one of {list(OBJECTIVES[1:])}.")
-  ests = [
-    RankEstimator(b, objective, top_m, _baseline(b), lambda n, k: True) for b in RANK_BASELINES
-  ]
-  if objective == "maxrl":
-    ests.append(RankEstimator("maxrl", objective, top_m, _maxrl(True), lambda n, k: k == n - 1))
-    ests.append(RankEstimator("maxrl_no_cv", objective, top_m, _maxrl(False), lambda n, k: k == n))
-  return ests
+  return estimators_lib.entries(objective)
 
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
-  """One (n, k) cell of a setting: its key, estimators and their exact gradients ``[E, dim]``."""
+  """One (n, k) cell of a setting: its key, estimators and their exact gradients ``[E, dim]``
+  (``top_m``: the m of the ``top_m`` objective)."""
 
   n: int
   k: int
   key: jax.Array
-  estimators: tuple[RankEstimator, ...]
+  estimators: tuple[estimators_lib.Estimator, ...]
   centers: np.ndarray
+  top_m: int = 2
 
 
 def monte_carlo(
@@ -181,11 +91,15 @@ def monte_carlo(
       raise ValueError(f"k={cell.k} must satisfy 1 <= k <= n={cell.n}.")
   policy, cells = setting.policy, tuple(cells)
 
-  def stats(target, cell, key, centers32):
-    def one(kk):
+  def stats(
+    target: jax.Array, cell: Cell, key: jax.Array, centers32: jax.Array
+  ) -> tuple[jax.Array, jax.Array]:
+    def one(kk: jax.Array) -> jax.Array:
       y = policy.sample(target, kk, cell.n)
       rewards, score = policy.reward(y), policy.score(target, y)
-      advantages = [e(rewards, cell.k, pass_threshold=pass_threshold) for e in cell.estimators]
+      advantages = [
+        e(rewards, cell.k, pass_threshold=pass_threshold, top_m=cell.top_m) for e in cell.estimators
+      ]
       return jnp.stack([a @ score for a in advantages])
 
     g = jax.vmap(one)(jax.random.split(key, num_replicates)) - centers32  # [R, E, dim]
@@ -193,7 +107,9 @@ def monte_carlo(
     return mean, jnp.sum((g - mean) ** 2, axis=0) / (num_replicates - 1)
 
   @jax.jit
-  def run(target, keys, centers):
+  def run(
+    target: jax.Array, keys: list[jax.Array], centers: list[jax.Array]
+  ) -> list[tuple[jax.Array, jax.Array]]:
     return [stats(target, cell, kk, c) for cell, kk, c in zip(cells, keys, centers)]
 
   centers = [np.asarray(c.centers, np.float64) for c in cells]
@@ -214,7 +130,7 @@ def run_objectives(
   seed: int,
   pass_threshold: float,
   top_m: int,
-  progress: Callable = lambda x: x,
+  progress: Callable[[list[Any]], Iterable[Any]] = lambda x: x,
 ) -> list[dict[str, Any]]:
   """Rows of the rank objectives other than ``max`` on the categorical settings.
 
@@ -243,14 +159,15 @@ def run_objectives(
       continue
     cells = []
     for k in ks:
-      ests, exact = [], {}
+      ests: list[estimators_lib.Estimator] = []
+      exact: dict[str, np.ndarray] = {}
       for objective in objectives:
         weights = objective_weights(objective, k, top_m=top_m)
         if weights is None:
           continue
         table = objective_rewards(objective, np.asarray(setting.policy.rewards), pass_threshold)
         exact[objective] = exact_objective_gradient(setting.target, weights, table)
-        ests += estimators_for(objective, top_m=top_m)
+        ests += estimators_for(objective)
       if not ests:
         continue
       centers = np.stack([exact[e.objective] for e in ests])
@@ -258,7 +175,7 @@ def run_objectives(
         if k <= n:
           key = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(base, s), k), n)
           key = jax.random.fold_in(key, _KEY_TAG)
-          cells.append(Cell(n, k, key, tuple(ests), centers))
+          cells.append(Cell(n, k, key, tuple(ests), centers, top_m))
     if not cells:
       continue
     results = monte_carlo(

@@ -90,7 +90,7 @@ def final_evaluations(
   Args:
     records: the log.
     n_eval: samples per prompt.
-    k_labels: run name -> its k_opt label (``rl.RunSpec.k_label``), in run order.
+    k_labels: run name -> its k_opt label (``runs.RunSpec.k_label``), in run order.
 
   Raises:
     WorkdirError: if the log lacks an evaluation, its per-prompt data, or the

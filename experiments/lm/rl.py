@@ -41,7 +41,7 @@ the methods on the same prompts and sampling keys):
   For the "loo*" baselines a_i - S_i depends only on the other samples, so the term
   has zero mean under pi_old for every theta and the estimator stays unbiased; at
   rho = 1 (the first epoch) w equals the on-policy advantages exactly.
-* ``"ppo_clip"`` (any estimator; always used by k-independent ones such as GRPO):
+* ``"ppo_clip"`` (any estimator; always used by those other than max@k, e.g. GRPO):
   w_i = rho_i * a_i, the gradient of PPO's ratio objective (Schulman et al. 2017,
   arXiv 1707.06347, Eq. 7).
 * ``"surrogate"`` (max@k estimators): maximise ``maxk.max_at_k_surrogate`` plus the
@@ -95,6 +95,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from experiments import estimators as estimators_lib
 from experiments.lm import policy as policy_lib
 from experiments.lm import rollouts
 from experiments.lm import runs as runs_lib
@@ -126,8 +127,9 @@ class UpdateSpec:
 
   @property
   def method(self) -> str:
-    """The inner-epoch method actually used (k-free estimators always use ppo_clip)."""
-    return "ppo_clip" if self.estimator in runs_lib.K_FREE_ESTIMATORS else self.off_policy
+    """The inner-epoch method actually used (estimators other than max@k always use
+    ``ppo_clip``)."""
+    return self.off_policy if self.estimator == runs_lib.MAX_AT_K else runs_lib.PEER_METHOD
 
 
 class Targets(NamedTuple):
@@ -211,12 +213,9 @@ def off_policy_weights(
   rho_Pxn = jnp.exp(log_ratio_Pxn)
   if method == "ppo_clip":
     return adv_Pxn * rho_Pxn
-  if method not in ("exact", "first_order"):
-    raise ValueError(f"method={method!r} must be one of ('exact', 'first_order', 'ppo_clip').")
-  return (
-    maxk.max_at_k_advantages_off_policy(rewards_Pxn, log_ratio_Pxn, k, method=method)
-    + shift_Pxn * rho_Pxn
-  )
+  # The registry's off-policy estimator of this method (ValueError if none).
+  weights_Pxn = estimators_lib.by_method(method)(rewards_Pxn, k, log_ratio=log_ratio_Pxn)
+  return weights_Pxn + shift_Pxn * rho_Pxn
 
 
 def _relative_gap(w_Pxn: jax.Array, reference_Pxn: jax.Array) -> jax.Array:
@@ -245,7 +244,7 @@ def _policy_gradient_loss(
   """``(pg_loss, clip_frac, gap metrics)`` of the run's method (module docstring)."""
   rewards_Pxn, num_prompts = batch.rewards_Pxn, seq_Pxn.shape[0]
   weights, metrics = {}, {}
-  if spec.estimator == "max_at_k":
+  if spec.estimator == runs_lib.MAX_AT_K:
     weights = {
       m: off_policy_weights(
         m, rewards_Pxn, log_ratio_Pxn, targets.adv_Pxn, targets.shift_Pxn, spec.k
@@ -259,7 +258,7 @@ def _policy_gradient_loss(
       maxk.max_at_k_surrogate(seq_Pxn, targets.seq_old_Pxn, rewards_Pxn, spec.k)
     ) + jnp.sum(targets.shift_Pxn * jnp.exp(seq_Pxn - targets.seq_old_Pxn))
     return -objective / num_prompts, jnp.zeros(()), metrics
-  if spec.estimator == "max_at_k":
+  if spec.estimator == runs_lib.MAX_AT_K:
     w_Pxn = weights[spec.method]
   else:
     w_Pxn = off_policy_weights(
@@ -327,7 +326,7 @@ def make_targets(
   seq_old_Pxn = jax.lax.stop_gradient(seq_old_Pxn)
   rewards_Pxn = batch.rewards_Pxn
   adv_Pxn = runs_lib.advantages(spec.estimator, rewards_Pxn, spec.k, spec.baseline)
-  if spec.estimator == "max_at_k":
+  if spec.estimator == runs_lib.MAX_AT_K:
     shift_Pxn = adv_Pxn - maxk.max_at_k_advantages(rewards_Pxn, spec.k, baseline="none")
   else:
     shift_Pxn = jnp.zeros_like(adv_Pxn)

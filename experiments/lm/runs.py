@@ -10,19 +10,71 @@ import jax
 
 from experiments import estimators as estimators_lib
 from experiments import schedules
+# A run spec names "max_at_k" (the registry's max@k baseline named by ``rl.baseline``)
+# or one of the registry's max@k peers (:func:`estimator_choices`).
+MAX_AT_K = "max_at_k"
+BASELINES = tuple(e.name for e in estimators_lib.entries(kind="baseline"))
+# Inner-epoch methods: the registry's off-policy estimators by their method name
+# ("exact", "first_order"), and two that are no estimator of the registry.
+OFF_POLICY = (
+  *(e.method for e in estimators_lib.entries(kind="off_policy") if e.method),
+  "surrogate",
+  "ppo_clip",
+)
+# The estimators other than max@k weigh each sample by its own ratio only.
+PEER_METHOD = "ppo_clip"
+# A completion is correct exactly when its reward is 1 (binary or continuous, see
+# ``tasks``): the threshold of the binary estimators (``pass_at_k_training``).
+PASS_THRESHOLD = 1.0
 
-# Run-spec estimators: "max_at_k" (its baseline is ``rl.baseline``) or a k-free peer.
-K_FREE_ESTIMATORS = estimators_lib.K_FREE
-ESTIMATORS = ("max_at_k", *K_FREE_ESTIMATORS)
-OFF_POLICY = ("exact", "first_order", "surrogate", "ppo_clip")
-BASELINES = estimators_lib.BASELINES
+
+def estimator_choices() -> tuple[str, ...]:
+  """The estimators a run spec may name: ``"max_at_k"`` and every registered max@k
+  peer (on-policy, objective ``max``), k-dependent or not."""
+  return (MAX_AT_K, *(e.name for e in estimators_lib.entries(kind="peer")))
+
+
+def estimator_entry(estimator: str, baseline: str) -> estimators_lib.Estimator:
+  """The registry entry of a run-spec estimator: ``baseline``'s for ``"max_at_k"``.
+
+  Raises:
+    ValueError: on an estimator outside :func:`estimator_choices` or a baseline
+      outside :data:`BASELINES`.
+  """
+  if estimator == MAX_AT_K:
+    if baseline not in BASELINES:
+      raise ValueError(f"Unknown baseline={baseline!r}; valid: {BASELINES}.")
+    return estimators_lib.get(baseline)
+  if estimator not in estimator_choices():
+    raise ValueError(f"Unknown estimator {estimator!r}; valid: {estimator_choices()}.")
+  return estimators_lib.get(estimator)
+
+
+def uses_k(estimator: str) -> bool:
+  """Whether a run-spec estimator's advantages depend on k (then it takes a schedule)."""
+  return estimator == MAX_AT_K or estimators_lib.get(estimator).uses_k
+
+
+@dataclasses.dataclass(frozen=True)
+class RunLabels:
+  """Every name of one run, derived from its :class:`RunSpec` by :meth:`RunSpec.labels`.
+
+  Attributes:
+    name: the run's name (folders, logs, checkpoints), e.g. ``max_at_k_k8-60-1``.
+    k_opt: its k schedule, e.g. ``8:60:1``; ``n/a`` for a k-free estimator.
+    method: the ``method`` column, e.g. ``max_at_k/loo_minus_one/anneal/exact``.
+  """
+
+  name: str
+  k_opt: str
+  method: str
 
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
   """One RL run: an estimator, its k_opt schedule (see :mod:`experiments.schedules`)
   and its off-policy method for inner epochs after the first (one of ``OFF_POLICY``;
-  always ``"ppo_clip"`` for the k-free estimators)."""
+  always ``"ppo_clip"`` for estimators other than ``max_at_k``)."""
 
   name: str
   estimator: str
@@ -39,23 +91,20 @@ class RunSpec:
 
   @property
   def k_label(self) -> str:
-    return "n/a" if self.estimator in K_FREE_ESTIMATORS else self.schedule.spec
+    """The run's ``k_opt`` label (``labels().k_opt``)."""
+    return self.schedule.spec if uses_k(self.estimator) else "n/a"
 
-  @property
-  def annealed(self) -> bool:
-    return self.estimator not in K_FREE_ESTIMATORS and len(set(self.schedule.ks)) > 1
-
-  def label(self, baseline: str, inner_epochs: int) -> str:
-    """The run's ``method`` in results: the estimator (``max_at_k/<baseline>``), then
-    ``/anneal`` for a k schedule that changes k, then the off-policy method when it
-    applies (``inner_epochs > 1``): e.g. ``max_at_k/loo_minus_one/anneal/exact``,
+  def labels(self, baseline: str, inner_epochs: int) -> RunLabels:
+    """The run's name and labels. ``method`` is the estimator (``max_at_k/<baseline>``),
+    then ``/anneal`` for a k schedule that changes k, then the off-policy method when
+    it applies (``inner_epochs > 1``): e.g. ``max_at_k/loo_minus_one/anneal/exact``,
     ``grpo/ppo_clip``."""
-    label = f"max_at_k/{baseline}" if self.estimator == "max_at_k" else self.estimator
-    if self.annealed:
-      label += "/anneal"
+    method = f"{MAX_AT_K}/{baseline}" if self.estimator == MAX_AT_K else self.estimator
+    if uses_k(self.estimator) and len(set(self.schedule.ks)) > 1:
+      method += "/anneal"
     if inner_epochs > 1:
-      label += f"/{self.off_policy}"
-    return label
+      method += f"/{self.off_policy}"
+    return RunLabels(self.name, self.k_label, method)
 
 
 def parse_runs(
@@ -63,13 +112,16 @@ def parse_runs(
 ) -> list[RunSpec]:
   """Parses ``"max_at_k@1,max_at_k@8:50:1,max_at_k@4/ppo_clip,grpo"`` into run specs.
 
-  Each entry is ``estimator[@schedule][/method]``. A schedule (default ``1``) is
-  ``k`` or ``k0:t1:k1[:t2:k2...]``: k0 for the first t1 RL steps, then k1 until step
-  t2, and so on (:func:`experiments.schedules.parse_schedule`; PKPO Fig. 3 anneals k
-  this way). k-free estimators (GRPO, RLOO, max-minus-second) take no schedule. The
+  Each entry is ``estimator[@schedule][/method]``, the estimator one of
+  :func:`estimator_choices`. A schedule (default ``1``) is ``k`` or
+  ``k0:t1:k1[:t2:k2...]``: k0 for the first t1 RL steps, then k1 until step t2, and
+  so on (:func:`experiments.schedules.parse_schedule`; PKPO Fig. 3 anneals k this
+  way). k-free estimators (GRPO, RLOO, max-minus-second) take no schedule. The
   method (one of ``OFF_POLICY``; default ``off_policy``, i.e. ``rl.off_policy``) sets
-  the run's inner-epoch weights; k-free estimators accept only ``ppo_clip``. A run
-  named with a method gets it in its name (``max_at_k_k4_ppo_clip``).
+  the run's inner-epoch weights; estimators other than ``max_at_k`` accept only
+  ``ppo_clip``. A run is named ``<estimator>_k<schedule>`` (``:`` written ``-``), or
+  ``<estimator>`` when k-free, plus ``_<method>`` when the entry names one
+  (``max_at_k_k4_ppo_clip``).
 
   Args:
     text: the comma-separated run specs (``rl.runs``).
@@ -89,24 +141,27 @@ def parse_runs(
   for entry in [e.strip() for e in text.split(",") if e.strip()]:
     head, slash, method = entry.partition("/")
     estimator, _, schedule_text = head.partition("@")
-    if estimator not in ESTIMATORS:
-      raise ValueError(f"Unknown estimator {estimator!r} in runs={text!r}; valid: {ESTIMATORS}.")
+    if estimator not in estimator_choices():
+      raise ValueError(
+        f"Unknown estimator {estimator!r} in runs={text!r}; valid: {estimator_choices()}."
+      )
     if slash and method not in OFF_POLICY:
       raise ValueError(f"run {entry!r}: unknown off-policy method {method!r}; valid: {OFF_POLICY}.")
+    if estimator != MAX_AT_K and slash and method != PEER_METHOD:
+      raise ValueError(f"run {entry!r}: {estimator} supports only the {PEER_METHOD} method.")
+    method = method if slash else (off_policy if estimator == MAX_AT_K else PEER_METHOD)
     suffix = f"_{method}" if slash else ""
-    if estimator in K_FREE_ESTIMATORS:
+    if not uses_k(estimator):
       if schedule_text:
         raise ValueError(f"run {entry!r}: {estimator} does not depend on k; drop '@'.")
-      if slash and method != "ppo_clip":
-        raise ValueError(f"run {entry!r}: {estimator} supports only the ppo_clip method.")
-      specs.append(RunSpec(estimator + suffix, estimator, schedules.constant(1), "ppo_clip"))
+      specs.append(RunSpec(estimator + suffix, estimator, schedules.constant(1), method))
       continue
     try:
       schedule = schedules.parse_schedule(schedule_text or "1", num_steps=num_steps, n=n)
     except ValueError as e:
       raise ValueError(f"run {entry!r}: {e}") from None
     name = f"{estimator}_k{schedule.spec}{suffix}".replace(":", "-")
-    specs.append(RunSpec(name, estimator, schedule, method if slash else off_policy))
+    specs.append(RunSpec(name, estimator, schedule, method))
   if not specs:
     raise ValueError("rl.runs must name at least one run.")
   names = [s.name for s in specs]
@@ -117,12 +172,9 @@ def parse_runs(
 
 
 def advantages(estimator: str, rewards_Pxn: jax.Array, k: int, baseline: str) -> jax.Array:
-  """On-policy advantages [P, n] of a run-spec estimator (gradient scale).
+  """On-policy advantages [P, n] of a run-spec estimator (gradient scale): the
+  registry entry of :func:`estimator_entry`, binary estimators at
+  :data:`PASS_THRESHOLD`."""
+  entry = estimator_entry(estimator, baseline)
+  return entry(rewards_Pxn, k, pass_threshold=PASS_THRESHOLD)
 
-  ``"max_at_k"`` is the registry estimator named ``baseline``
-  (:func:`maxk.max_at_k_advantages`); the k-free peers are looked up by name.
-  """
-  if estimator not in ESTIMATORS:
-    raise ValueError(f"Unknown estimator {estimator!r}; valid: {ESTIMATORS}.")
-  name = baseline if estimator == "max_at_k" else estimator
-  return estimators_lib.get(name)(rewards_Pxn, k)

@@ -79,8 +79,8 @@ def _eval_fields(metrics: dict[str, Any]) -> dict[str, Any]:
 def method_label(config: ml_collections.ConfigDict, spec: runs_lib.RunSpec) -> str:
   """A run's ``method`` column: ``max_at_k/<baseline>`` or the estimator, then
   ``/anneal`` for a changing k schedule and ``/<off-policy method>`` when inner
-  epochs > 1 (see ``rl.RunSpec.label``)."""
-  return spec.label(config.rl.baseline, config.rl.inner_epochs)
+  epochs > 1 (``runs.RunSpec.labels``, which derives every label of a run)."""
+  return spec.labels(config.rl.baseline, config.rl.inner_epochs).method
 
 
 class Experiment:

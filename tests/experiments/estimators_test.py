@@ -1,14 +1,19 @@
 """Tests of experiments.estimators, the registry shared by the bandit and LM experiments."""
 
+import dataclasses
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from experiments import estimators as estimators_lib
+from experiments import objectives
 import maxk
 
 UNBIASED = ("none", "loo", "loo_centered", "loo_minus_one", "off_policy_exact")
+ALL = list(estimators_lib.ESTIMATORS.values())
 
 
 def test_registry_names_are_the_results_csv_names():
@@ -25,8 +30,25 @@ def test_registry_names_are_the_results_csv_names():
     "off_policy_exact",
     "off_policy_first_order",
   )
-  assert tuple(estimators_lib.ESTIMATORS) == estimators_lib.ESTIMATOR_NAMES
-  assert all(estimators_lib.get(n).name == n for n in estimators_lib.ESTIMATOR_NAMES)
+  assert estimators_lib.names("max") == estimators_lib.ESTIMATOR_NAMES
+  rank = ("none", "loo", "loo_centered")
+  assert estimators_lib.names("top_m") == estimators_lib.names("min") == rank
+  assert estimators_lib.names("maxrl") == (*rank, "maxrl", "maxrl_no_cv")
+  for (objective, name), e in estimators_lib.ESTIMATORS.items():
+    assert (e.objective, e.name) == (objective, name)
+    assert estimators_lib.get(name, objective) is e
+
+
+def test_every_record_is_complete():
+  for e in ALL:
+    assert e.objective in objectives.OBJECTIVES
+    assert re.fullmatch(r"#[0-9a-f]{6}", e.color) and e.marker and e.label, e.name
+    assert e.off_policy == (e.kind == "off_policy") == (e.method is not None), e.name
+    assert e.unbiased.rule, e.name
+  assert [e.method for e in estimators_lib.entries(kind="off_policy")] == ["exact", "first_order"]
+  assert estimators_lib.by_method("first_order").name == "off_policy_first_order"
+  with pytest.raises(ValueError, match="surrogate"):
+    estimators_lib.by_method("surrogate")
 
 
 def test_parse_names():
@@ -34,16 +56,17 @@ def test_parse_names():
   assert estimators_lib.parse_names(["grpo", "loo"]) == ("grpo", "loo")
   with pytest.raises(ValueError, match="valid options"):
     estimators_lib.get("loo_minus_two")
+  with pytest.raises(ValueError, match="valid options"):
+    estimators_lib.get("maxrl")  # A MaxRL peer, not a max@k estimator.
   with pytest.raises(ValueError, match="repeat"):
     estimators_lib.parse_names(["loo", "loo"])
   with pytest.raises(ValueError, match="at least one"):
     estimators_lib.parse_names([])
 
 
-@pytest.mark.parametrize("name", estimators_lib.ESTIMATOR_NAMES)
-def test_estimators_shapes_and_on_policy_limit(name):
+@pytest.mark.parametrize("est", ALL, ids=lambda e: f"{e.objective}-{e.name}")
+def test_estimators_shapes_and_on_policy_limit(est):
   rewards = jnp.asarray(np.random.default_rng(0).random((3, 8)), jnp.float32)
-  est = estimators_lib.get(name)
   out = jax.jit(lambda r, lr: est(r, 4, log_ratio=lr, pass_threshold=0.5))(
     rewards, jnp.zeros_like(rewards)
   )
@@ -72,6 +95,18 @@ def test_estimators_are_the_maxk_functions():
     get("off_policy_first_order")(rewards, 2, log_ratio=log_ratio),
     maxk.max_at_k_advantages_off_policy(rewards, log_ratio, 2, method="first_order"),
   )
+  # Rank objectives: order_stat_advantages with the objective's weights (top 2 of 3:
+  # weights [0, 1/2, 1/2]), MaxRL on the binarised rewards over n.
+  np.testing.assert_array_equal(
+    get("loo", "top_m")(rewards, 3, top_m=2),
+    maxk.order_stat_advantages(rewards, np.array([0.0, 0.5, 0.5]), baseline="loo"),
+  )
+  with pytest.raises(ValueError, match="top_m=4"):
+    get("loo", "top_m")(rewards, 3, top_m=4)
+  np.testing.assert_allclose(
+    get("maxrl_no_cv", "maxrl")(rewards, 3, pass_threshold=0.7),
+    maxk.maxrl_advantages(correct, control_variate=False) / 6,
+  )
 
 
 def test_expected_unbiased_and_uses_k():
@@ -85,5 +120,22 @@ def test_expected_unbiased_and_uses_k():
   assert not any(
     get(n).expected_unbiased(8, 4) for n in ("mean_std", "grpo", "rloo", "pass_at_k_training")
   )
+  assert [get("maxrl", "maxrl").expected_unbiased(4, k) for k in (2, 3, 4)] == [0, 1, 0]
+  assert [get("maxrl_no_cv", "maxrl").expected_unbiased(4, k) for k in (2, 3, 4)] == [0, 0, 1]
   k_free = {n for n in estimators_lib.ESTIMATOR_NAMES if not get(n).uses_k}
   assert k_free == {"grpo", "rloo", "max_minus_second"}
+
+
+def test_register_refuses_clashes_and_registered_is_temporary():
+  toy = dataclasses.replace(estimators_lib.get("loo"), name="toy_loo", label="toy")
+  with estimators_lib.registered(toy):
+    assert estimators_lib.get("toy_loo") is toy
+    assert estimators_lib.names()[-1] == "toy_loo"
+    assert estimators_lib.parse_names(["all"])[-1] == "toy_loo"
+    with pytest.raises(ValueError, match="already registered"):
+      estimators_lib.register(toy)
+  assert "toy_loo" not in estimators_lib.names()
+  with pytest.raises(ValueError, match="objective"):
+    estimators_lib.register(dataclasses.replace(toy, objective="median"))
+  with pytest.raises(ValueError, match="method"):
+    estimators_lib.register(dataclasses.replace(toy, kind="off_policy"))

@@ -8,8 +8,8 @@ import matplotlib
 import pytest
 
 from experiments import estimators as estimators_lib
+from experiments import objectives
 from experiments import plot_style
-from experiments.bandits import rank_objectives
 import maxk
 from tests import REPO_ROOT
 
@@ -23,16 +23,20 @@ def _png_width(path):
 
 def test_every_estimator_and_baseline_has_its_own_fixed_colour():
   names = [
-    *estimators_lib.ESTIMATOR_NAMES,
+    *(e.name for e in estimators_lib.ESTIMATORS.values()),
     *maxk.BASELINES,
-    *rank_objectives.MAXRL_PEERS,
     "ppo_clip",
     "base",
   ]
   for name in names:
-    assert name in plot_style.COLORS, name
-  colours = [plot_style.color(n) for n in estimators_lib.ESTIMATOR_NAMES]
-  assert len(set(colours)) == len(colours)  # Told apart within one figure.
+    assert name in plot_style.colors(), name
+  for e in estimators_lib.ESTIMATORS.values():  # The registry's colour and marker.
+    assert (plot_style.color(e.name), plot_style.marker(e.name)) == (e.color, e.marker)
+  for objective in objectives.OBJECTIVES:
+    colours = [plot_style.color(n) for n in estimators_lib.names(objective)]
+    assert len(set(colours)) == len(colours), objective  # Told apart within one figure.
+  # Namesakes of different objectives (the rank objectives' baselines) share a style.
+  assert plot_style.color("loo") == estimators_lib.get("loo", "min").color
   # Aliases share their estimator's colour; a label keeps its estimator's colour.
   assert plot_style.color("exact") == plot_style.color("off_policy_exact")
   assert plot_style.color("first_order") == plot_style.color("off_policy_first_order")

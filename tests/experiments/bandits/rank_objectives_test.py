@@ -6,6 +6,7 @@ import jax
 import numpy as np
 import pytest
 
+from experiments import estimators as estimators_lib
 from experiments.bandits import policies
 from experiments.bandits import rank_objectives
 from experiments.bandits import variance
@@ -23,7 +24,7 @@ def test_objective_weights():
   with pytest.raises(ValueError, match="Unknown objective='mode'"):
     rank_objectives.objective_weights("mode", 2, top_m=2)
   with pytest.raises(ValueError, match="must be one of"):
-    rank_objectives.estimators_for("max", top_m=2)
+    rank_objectives.estimators_for("max")
 
 
 def test_exact_gradient_of_max_matches_the_policy_and_maxrl_matches_pass_at_k():
@@ -44,7 +45,8 @@ def test_exact_gradient_of_max_matches_the_policy_and_maxrl_matches_pass_at_k():
 
 
 def test_maxrl_peer_is_rescaled_maxk_maxrl_advantages():
-  est = rank_objectives.estimators_for("maxrl", top_m=2)[-2]
+  est = estimators_lib.get("maxrl", objective="maxrl")
+  assert est in rank_objectives.estimators_for("maxrl")
   rewards = np.array([0.1, 0.9, 0.7, 0.2], np.float32)
   np.testing.assert_allclose(
     est(rewards, 2, pass_threshold=0.5),
@@ -69,15 +71,19 @@ def test_rank_objectives_rows_are_unbiased_where_expected():
   assert {r["objective"] for r in rows} == {"top_m", "min", "maxrl"}
   assert not [r for r in rows if r["objective"] == "top_m" and r["k"] == 1]
   assert list(rows[0])[:3] == ["policy", "objective", "estimator"]
-  checked = 0
+  checked = set()
   for r in rows:
     for c in ("mean", "exact_gradient", "bias", "variance", "stderr"):
       assert math.isfinite(r[c]), r
     assert r["exact_gradient"] > 0, r
     if r["expected_unbiased"]:
       assert r["bias"] < 4 * r["stderr"], r
-      checked += 1
-  assert checked == 3 * 5 + 1  # The baselines of each objective and cell, maxrl_no_cv at n=k.
+      checked.add((r["objective"], r["estimator"], r["k"]))
+  # The registry's baselines of each objective and cell (top_m needs k >= 2), and
+  # maxrl_no_cv at n = k = 3.
+  cells = [("top_m", 3), ("min", 1), ("min", 3), ("maxrl", 1), ("maxrl", 3)]
+  baselines = {(o, e.name, k) for o, k in cells for e in estimators_lib.entries(o, kind="baseline")}
+  assert checked == baselines | {("maxrl", "maxrl_no_cv", 3)}
   # The check can fail: MaxRL's peer targets sum_{j<n} pass@j / j, not sum_{j<=1}.
   (peer,) = [r for r in rows if (r["estimator"], r["n"], r["k"]) == ("maxrl", 3, 1)]
   assert not peer["expected_unbiased"] and peer["bias"] > 4 * peer["stderr"], peer

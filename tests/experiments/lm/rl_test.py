@@ -73,9 +73,21 @@ def test_advantages_come_from_the_shared_registry():
     runs_lib.advantages("max_minus_second", rewards, 3, "loo"),
     maxk.max_minus_second_advantages(rewards),
   )
-  assert runs_lib.ESTIMATORS == ("max_at_k", "grpo", "rloo", "max_minus_second")
+  # Every registered max@k peer, k-dependent or not; the LM's binary threshold is 1.
+  assert runs_lib.estimator_choices() == (
+    "max_at_k",
+    *(e.name for e in estimators_lib.entries(kind="peer")),
+  )
+  assert "pass_at_k_training" in runs_lib.estimator_choices()
+  rewards = rewards.at[0, 1].set(1.0)
+  np.testing.assert_array_equal(
+    runs_lib.advantages("pass_at_k_training", rewards, 3, "loo"),
+    maxk.pass_at_k_training_advantages((rewards == 1.0).astype(jnp.float32), 3),
+  )
   with pytest.raises(ValueError, match="Unknown estimator"):
-    runs_lib.advantages("pass_at_k_training", rewards, 3, "loo")
+    runs_lib.advantages("loo", rewards, 3, "loo")
+  with pytest.raises(ValueError, match="Unknown baseline"):
+    runs_lib.advantages("max_at_k", rewards, 3, "grpo")
 
 
 P, N, K = 3, 4, 2
@@ -152,7 +164,7 @@ def test_runs_name_their_off_policy_method():
   assert [r.off_policy for r in runs] == ["exact", "first_order", "ppo_clip", "first_order"] + [
     "ppo_clip"
   ]
-  labels = [r.label("loo", inner_epochs=2) for r in runs]
+  labels = [r.labels("loo", inner_epochs=2).method for r in runs]
   assert labels == [
     "max_at_k/loo/exact",
     "max_at_k/loo/first_order",
@@ -161,18 +173,40 @@ def test_runs_name_their_off_policy_method():
     "rloo/ppo_clip",
   ]
   # One epoch is on-policy: no method applies.
-  assert [r.label("loo", inner_epochs=1) for r in runs][3:] == ["max_at_k/loo/anneal", "rloo"]
+  assert [r.labels("loo", inner_epochs=1).method for r in runs][3:] == [
+    "max_at_k/loo/anneal",
+    "rloo",
+  ]
   assert runs_lib.parse_runs("grpo/ppo_clip", n=4)[0].name == "grpo_ppo_clip"
   for bad, match in [
     ("max_at_k@4/magic", "unknown off-policy method 'magic'"),
     ("grpo/exact", "supports only the ppo_clip"),
     ("grpo@4", "does not depend on k"),
+    ("pass_at_k_training@4/first_order", "supports only the ppo_clip"),
     ("max_at_k@4,max_at_k@4/exact", "repeats"),  # The default method is exact.
   ]:
     with pytest.raises(ValueError, match=match):
       runs_lib.parse_runs(bad, n=8)
   with pytest.raises(ValueError, match="off_policy='magic'"):
     runs_lib.parse_runs("grpo", n=8, off_policy="magic")
+
+
+def test_a_k_dependent_peer_takes_a_schedule_and_ppo_clip():
+  (run,) = runs_lib.parse_runs("pass_at_k_training@4:2:1", n=8, num_steps=4)
+  labels = run.labels("loo", inner_epochs=2)
+  assert (labels.name, labels.k_opt, labels.method) == (
+    "pass_at_k_training_k4-2-1",
+    "4:2:1",
+    "pass_at_k_training/anneal/ppo_clip",
+  )
+  assert run.k_label == labels.k_opt and [run.k_at(s) for s in (1, 2, 3)] == [4, 4, 1]
+  spec = rl.UpdateSpec(estimator=run.estimator, k=4, off_policy=run.off_policy)
+  assert spec.method == "ppo_clip"
+  # The study's run names stay what its committed outputs use.
+  (study_run,) = runs_lib.parse_runs("max_at_k@8:60:1", n=8, num_steps=100)
+  assert study_run.labels("loo_minus_one", inner_epochs=2) == runs_lib.RunLabels(
+    "max_at_k_k8-60-1", "8:60:1", "max_at_k/loo_minus_one/anneal/exact"
+  )
 
 
 def test_importance_diagnostics():
