@@ -11,7 +11,9 @@ timed beside it:
   sorted order (W_jj = C(j-1,k-1)/C(n,k), W_jm = C(m-2,k-2)/C(n,k) for m > j, and
   the baseline's terms), applied to every sorted group with one matmul;
 * ``np_loop``: PKPO's Listing 1 style, a Python loop over groups that sorts each
-  group and evaluates the rank weights for it.
+  group and evaluates the rank weights for it: the float64 reference the library's
+  tests use (``tests.maxk.enumeration.advantages_float64``; the benchmark is run
+  from the repository root, where ``tests`` is a package).
 
 ``masked`` is the same JAX transform with ``where=`` (ragged groups, about 3 in 4
 samples valid, every group at least k), and ``masked/jax`` its time over the dense
@@ -35,9 +37,9 @@ from absl import flags
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import special
 
 import maxk
+from tests.maxk import enumeration
 
 _QUICK = flags.DEFINE_bool("quick", False, "Small grid (B <= 256, n <= 512).")
 _BATCHES = flags.DEFINE_list("batches", [], "Batch sizes B (overrides the grid's).")
@@ -65,35 +67,20 @@ _MAX_NP_LOOP = 2**21  # B * n elements through the Python loop
 _MAX_OFF_POLICY = 2**31  # B * n * k scan work
 
 
-def _ratio(top, bottom, n, k):
-  """C(top, bottom) / C(n, k) elementwise (0 where the binomial is 0), float64."""
-  top = np.asarray(top, np.float64)
-  bottom = np.asarray(bottom, np.float64)
-  ok = (bottom >= 0) & (bottom <= top)
-  t, b = np.where(ok, top, 0), np.where(ok, bottom, 0)
-  log = (
-    special.gammaln(t + 1)
-    - special.gammaln(b + 1)
-    - special.gammaln(t - b + 1)
-    - (special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1))
-  )
-  return np.where(ok, np.exp(log), 0.0)
-
-
 def _np_matrix_weights(n, k, name):
   """n x n matrix W (sorted order) with a_sorted = W @ r_sorted, from the formulas."""
   j = np.arange(1, n + 1)[:, None]  # row: the sample
   m = np.arange(1, n + 1)[None, :]  # column: the reward
-  w = np.where(j == m, _ratio(j - 1, k - 1, n, k), 0.0)
-  w += np.where(m > j, _ratio(m - 2, k - 2, n, k), 0.0)  # S(i), max@k Eq. 9
+  w = np.where(j == m, enumeration.binom_ratio(j - 1, k - 1, n, k), 0.0)
+  w += np.where(m > j, enumeration.binom_ratio(m - 2, k - 2, n, k), 0.0)  # S(i), max@k Eq. 9
   if name in ("loo", "loo_centered") and n > k:
     scale = k / (n - 1) if name == "loo" else k / n
     # b_j = scale * [Σ_{m<j} C(m-1,k-1) r_m + Σ_{m>j} C(m-2,k-1) r_m] / C(n-1,k)
-    w -= scale * np.where(m < j, _ratio(m - 1, k - 1, n - 1, k), 0.0)
-    w -= scale * np.where(m > j, _ratio(m - 2, k - 1, n - 1, k), 0.0)
+    w -= scale * np.where(m < j, enumeration.binom_ratio(m - 1, k - 1, n - 1, k), 0.0)
+    w -= scale * np.where(m > j, enumeration.binom_ratio(m - 2, k - 1, n - 1, k), 0.0)
   elif name == "loo_minus_one" and k >= 2:
-    w -= np.where(m > j, _ratio(m - 2, k - 2, n, k), 0.0)
-    w -= np.where(m < j, _ratio(m - 1, k - 2, n, k), 0.0)
+    w -= np.where(m > j, enumeration.binom_ratio(m - 2, k - 2, n, k), 0.0)
+    w -= np.where(m < j, enumeration.binom_ratio(m - 1, k - 2, n, k), 0.0)
   elif name == "loo_minus_one":  # k == 1: loo_centered
     w -= (1 / n) * np.where(m != j, 1 / (n - 1), 0.0) if n > 1 else 0.0
   return w
@@ -103,9 +90,9 @@ def _np_first_order_matrix(r_sorted, delta_sorted, n, k):
   """max@k paper App. E: w'_jj, w'_jm (m > j) with δ-dependent entries; per group."""
   out = np.empty_like(r_sorted)
   j = np.arange(1, n + 1)
-  diag_c = _ratio(j - 1, k - 1, n, k)
-  c2 = _ratio(j - 2, k - 2, n, k)
-  c3 = _ratio(j - 3, k - 3, n, k)
+  diag_c = enumeration.binom_ratio(j - 1, k - 1, n, k)
+  c2 = enumeration.binom_ratio(j - 2, k - 2, n, k)
+  c3 = enumeration.binom_ratio(j - 3, k - 3, n, k)
   for b in range(r_sorted.shape[0]):
     d = delta_sorted[b]
     below = np.cumsum(d) - d  # Σ_{l<m} δ_l
@@ -133,35 +120,6 @@ def _numpy_matrix(r, lr, k, name):
       )
   out = np.empty_like(a_sorted)
   np.put_along_axis(out, order, a_sorted, -1)
-  return out
-
-
-def _numpy_loop(r, lr, k, name):
-  """Per-group loop; each group sorts and evaluates its rank weights (PKPO Listing 1)."""
-  del lr
-  out = np.empty_like(r)
-  n = r.shape[-1]
-  for b in range(r.shape[0]):
-    order = np.argsort(r[b], kind="stable")
-    g = r[b][order]
-    j = np.arange(1, n + 1)
-    s = _ratio(j - 1, k - 1, n, k) * g
-    tail = _ratio(j - 2, k - 2, n, k) * g
-    s += np.concatenate([np.cumsum(tail[::-1])[::-1][1:], [0.0]])
-    if name in ("loo", "loo_centered") and n > k:
-      scale = k / (n - 1) if name == "loo" else k / n
-      pre = np.cumsum(_ratio(j - 1, k - 1, n - 1, k) * g)
-      suf = np.cumsum((_ratio(j - 2, k - 1, n - 1, k) * g)[::-1])[::-1]
-      s -= scale * (np.concatenate([[0.0], pre[:-1]]) + np.concatenate([suf[1:], [0.0]]))
-    elif name == "loo_minus_one" and k >= 2:
-      s = _ratio(j - 1, k - 1, n, k) * g - np.concatenate(
-        [[0.0], np.cumsum(_ratio(j - 1, k - 2, n, k) * g)[:-1]]
-      )
-    elif name == "loo_minus_one":
-      s = (g - (g.sum() - g) / max(n - 1, 1)) / n
-    elif name == "mean_std":
-      s = (s - s.mean()) / (s.std() + 1e-6)
-    out[b, order] = s
   return out
 
 
@@ -242,7 +200,7 @@ def main(argv: Sequence[str]) -> None:
           ):
             t_mat = _time(lambda: _numpy_matrix(r64, lr64, k, name), repeats=3)
           if name in _ON_POLICY and batch * n <= _MAX_NP_LOOP:
-            t_loop = _time(lambda: _numpy_loop(r64, lr64, k, name), repeats=3)
+            t_loop = _time(lambda: enumeration.advantages_float64(r64, k, name), repeats=3)
           unit = batch * (n * math.log2(n) + n * k)
           per_unit = "-" if t_jax is None else f"{t_jax / unit * 1e9:.2f}"
           print(
