@@ -28,9 +28,10 @@ Cells whose NumPy (or off-policy exact) cost would be excessive are skipped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import math
 import time
+from typing import Any
 
 from absl import app
 from absl import flags
@@ -67,7 +68,7 @@ _MAX_NP_LOOP = 2**21  # B * n elements through the Python loop
 _MAX_OFF_POLICY = 2**31  # B * n * k scan work
 
 
-def _np_matrix_weights(n, k, name):
+def _np_matrix_weights(n: int, k: int, name: str) -> np.ndarray:
   """n x n matrix W (sorted order) with a_sorted = W @ r_sorted, from the formulas."""
   j = np.arange(1, n + 1)[:, None]  # row: the sample
   m = np.arange(1, n + 1)[None, :]  # column: the reward
@@ -86,7 +87,9 @@ def _np_matrix_weights(n, k, name):
   return w
 
 
-def _np_first_order_matrix(r_sorted, delta_sorted, n, k):
+def _np_first_order_matrix(
+  r_sorted: np.ndarray, delta_sorted: np.ndarray, n: int, k: int
+) -> np.ndarray:
   """max@k paper App. E: w'_jj, w'_jm (m > j) with δ-dependent entries; per group."""
   out = np.empty_like(r_sorted)
   j = np.arange(1, n + 1)
@@ -106,7 +109,7 @@ def _np_first_order_matrix(r_sorted, delta_sorted, n, k):
   return out
 
 
-def _numpy_matrix(r, lr, k, name):
+def _numpy_matrix(r: np.ndarray, lr: np.ndarray, k: int, name: str) -> np.ndarray:
   n = r.shape[-1]
   order = np.argsort(r, axis=-1, kind="stable")
   r_sorted = np.take_along_axis(r, order, -1)
@@ -123,14 +126,14 @@ def _numpy_matrix(r, lr, k, name):
   return out
 
 
-def _jax_fn(name, k):
+def _jax_fn(name: str, k: int) -> Callable[..., jax.Array]:
   if name in _ON_POLICY:
     return jax.jit(lambda r, lr: maxk.max_at_k_advantages(r, k, baseline=name))
   method = name.removeprefix("off_policy_")
   return jax.jit(lambda r, lr: maxk.max_at_k_advantages_off_policy(r, lr, k, method=method))
 
 
-def _jax_masked_fn(name, k):
+def _jax_masked_fn(name: str, k: int) -> Callable[..., jax.Array]:
   if name in _ON_POLICY:
     return jax.jit(lambda r, lr, w: maxk.max_at_k_advantages(r, k, baseline=name, where=w))
   method = name.removeprefix("off_policy_")
@@ -139,7 +142,7 @@ def _jax_masked_fn(name, k):
   )
 
 
-def _time(fn, *args, repeats):
+def _time(fn: Callable[..., Any], *args: Any, repeats: int) -> float:
   jax.block_until_ready(fn(*args))
   times = []
   for _ in range(repeats):
@@ -149,21 +152,19 @@ def _time(fn, *args, repeats):
   return float(np.median(times))
 
 
-def _fmt_us(seconds):
+def _fmt_us(seconds: float | None) -> str:
   return "-" if seconds is None else f"{seconds * 1e6:,.0f}"
 
 
-def _fmt_ratio(numer, denom):
+def _fmt_ratio(numer: float | None, denom: float | None) -> str:
   return "-" if numer is None or denom is None else f"{numer / denom:,.1f}x"
 
 
 def main(argv: Sequence[str]) -> None:
   del argv
   rng = np.random.default_rng(_SEED.value)
-  batches = (1, 256) if _QUICK.value else (1, 256, 4096)
-  sizes = (8, 64, 512) if _QUICK.value else (8, 64, 512, 4096)
-  batches = [int(b) for b in _BATCHES.value] or batches
-  sizes = [int(n) for n in _SIZES.value] or sizes
+  batches = [int(b) for b in _BATCHES.value] or ([1, 256] if _QUICK.value else [1, 256, 4096])
+  sizes = [int(n) for n in _SIZES.value] or ([8, 64, 512] if _QUICK.value else [8, 64, 512, 4096])
   print(
     f"jax {jax.__version__} on {jax.devices()[0].platform} "
     f"({jax.devices()[0].device_kind}); times in microseconds, median of "
