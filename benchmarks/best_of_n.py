@@ -8,9 +8,10 @@ divided by L log2 L, which stays roughly flat for an O(L log L) algorithm.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import math
 import time
+from typing import Any
 
 from absl import app
 from absl import flags
@@ -32,7 +33,7 @@ _FUNCTIONS = flags.DEFINE_list(
 )
 
 
-def _time_call(fn, *args, repeats: int) -> tuple[float, float]:
+def _time_call(fn: Callable[..., Any], *args: Any, repeats: int) -> tuple[float, float]:
   start = time.perf_counter()
   jax.block_until_ready(fn(*args))  # Compile + first run.
   first = time.perf_counter() - start

@@ -11,7 +11,9 @@ timed beside it:
   sorted order (W_jj = C(j-1,k-1)/C(n,k), W_jm = C(m-2,k-2)/C(n,k) for m > j, and
   the baseline's terms), applied to every sorted group with one matmul;
 * ``np_loop``: PKPO's Listing 1 style, a Python loop over groups that sorts each
-  group and evaluates the rank weights for it.
+  group and evaluates the rank weights for it: the float64 reference the library's
+  tests use (``tests.maxk.enumeration.advantages_float64``; the benchmark is run
+  from the repository root, where ``tests`` is a package).
 
 ``masked`` is the same JAX transform with ``where=`` (ragged groups, about 3 in 4
 samples valid, every group at least k), and ``masked/jax`` its time over the dense
@@ -26,18 +28,19 @@ Cells whose NumPy (or off-policy exact) cost would be excessive are skipped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import math
 import time
+from typing import Any
 
 from absl import app
 from absl import flags
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import special
 
 import maxk
+from tests.maxk import enumeration
 
 _QUICK = flags.DEFINE_bool("quick", False, "Small grid (B <= 256, n <= 512).")
 _BATCHES = flags.DEFINE_list("batches", [], "Batch sizes B (overrides the grid's).")
@@ -65,47 +68,34 @@ _MAX_NP_LOOP = 2**21  # B * n elements through the Python loop
 _MAX_OFF_POLICY = 2**31  # B * n * k scan work
 
 
-def _ratio(top, bottom, n, k):
-  """C(top, bottom) / C(n, k) elementwise (0 where the binomial is 0), float64."""
-  top = np.asarray(top, np.float64)
-  bottom = np.asarray(bottom, np.float64)
-  ok = (bottom >= 0) & (bottom <= top)
-  t, b = np.where(ok, top, 0), np.where(ok, bottom, 0)
-  log = (
-    special.gammaln(t + 1)
-    - special.gammaln(b + 1)
-    - special.gammaln(t - b + 1)
-    - (special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1))
-  )
-  return np.where(ok, np.exp(log), 0.0)
-
-
-def _np_matrix_weights(n, k, name):
+def _np_matrix_weights(n: int, k: int, name: str) -> np.ndarray:
   """n x n matrix W (sorted order) with a_sorted = W @ r_sorted, from the formulas."""
   j = np.arange(1, n + 1)[:, None]  # row: the sample
   m = np.arange(1, n + 1)[None, :]  # column: the reward
-  w = np.where(j == m, _ratio(j - 1, k - 1, n, k), 0.0)
-  w += np.where(m > j, _ratio(m - 2, k - 2, n, k), 0.0)  # S(i), max@k Eq. 9
+  w = np.where(j == m, enumeration.binom_ratio(j - 1, k - 1, n, k), 0.0)
+  w += np.where(m > j, enumeration.binom_ratio(m - 2, k - 2, n, k), 0.0)  # S(i), max@k Eq. 9
   if name in ("loo", "loo_centered") and n > k:
     scale = k / (n - 1) if name == "loo" else k / n
     # b_j = scale * [Σ_{m<j} C(m-1,k-1) r_m + Σ_{m>j} C(m-2,k-1) r_m] / C(n-1,k)
-    w -= scale * np.where(m < j, _ratio(m - 1, k - 1, n - 1, k), 0.0)
-    w -= scale * np.where(m > j, _ratio(m - 2, k - 1, n - 1, k), 0.0)
+    w -= scale * np.where(m < j, enumeration.binom_ratio(m - 1, k - 1, n - 1, k), 0.0)
+    w -= scale * np.where(m > j, enumeration.binom_ratio(m - 2, k - 1, n - 1, k), 0.0)
   elif name == "loo_minus_one" and k >= 2:
-    w -= np.where(m > j, _ratio(m - 2, k - 2, n, k), 0.0)
-    w -= np.where(m < j, _ratio(m - 1, k - 2, n, k), 0.0)
+    w -= np.where(m > j, enumeration.binom_ratio(m - 2, k - 2, n, k), 0.0)
+    w -= np.where(m < j, enumeration.binom_ratio(m - 1, k - 2, n, k), 0.0)
   elif name == "loo_minus_one":  # k == 1: loo_centered
     w -= (1 / n) * np.where(m != j, 1 / (n - 1), 0.0) if n > 1 else 0.0
   return w
 
 
-def _np_first_order_matrix(r_sorted, delta_sorted, n, k):
+def _np_first_order_matrix(
+  r_sorted: np.ndarray, delta_sorted: np.ndarray, n: int, k: int
+) -> np.ndarray:
   """max@k paper App. E: w'_jj, w'_jm (m > j) with δ-dependent entries; per group."""
   out = np.empty_like(r_sorted)
   j = np.arange(1, n + 1)
-  diag_c = _ratio(j - 1, k - 1, n, k)
-  c2 = _ratio(j - 2, k - 2, n, k)
-  c3 = _ratio(j - 3, k - 3, n, k)
+  diag_c = enumeration.binom_ratio(j - 1, k - 1, n, k)
+  c2 = enumeration.binom_ratio(j - 2, k - 2, n, k)
+  c3 = enumeration.binom_ratio(j - 3, k - 3, n, k)
   for b in range(r_sorted.shape[0]):
     d = delta_sorted[b]
     below = np.cumsum(d) - d  # Σ_{l<m} δ_l
@@ -119,7 +109,7 @@ def _np_first_order_matrix(r_sorted, delta_sorted, n, k):
   return out
 
 
-def _numpy_matrix(r, lr, k, name):
+def _numpy_matrix(r: np.ndarray, lr: np.ndarray, k: int, name: str) -> np.ndarray:
   n = r.shape[-1]
   order = np.argsort(r, axis=-1, kind="stable")
   r_sorted = np.take_along_axis(r, order, -1)
@@ -136,43 +126,14 @@ def _numpy_matrix(r, lr, k, name):
   return out
 
 
-def _numpy_loop(r, lr, k, name):
-  """Per-group loop; each group sorts and evaluates its rank weights (PKPO Listing 1)."""
-  del lr
-  out = np.empty_like(r)
-  n = r.shape[-1]
-  for b in range(r.shape[0]):
-    order = np.argsort(r[b], kind="stable")
-    g = r[b][order]
-    j = np.arange(1, n + 1)
-    s = _ratio(j - 1, k - 1, n, k) * g
-    tail = _ratio(j - 2, k - 2, n, k) * g
-    s += np.concatenate([np.cumsum(tail[::-1])[::-1][1:], [0.0]])
-    if name in ("loo", "loo_centered") and n > k:
-      scale = k / (n - 1) if name == "loo" else k / n
-      pre = np.cumsum(_ratio(j - 1, k - 1, n - 1, k) * g)
-      suf = np.cumsum((_ratio(j - 2, k - 1, n - 1, k) * g)[::-1])[::-1]
-      s -= scale * (np.concatenate([[0.0], pre[:-1]]) + np.concatenate([suf[1:], [0.0]]))
-    elif name == "loo_minus_one" and k >= 2:
-      s = _ratio(j - 1, k - 1, n, k) * g - np.concatenate(
-        [[0.0], np.cumsum(_ratio(j - 1, k - 2, n, k) * g)[:-1]]
-      )
-    elif name == "loo_minus_one":
-      s = (g - (g.sum() - g) / max(n - 1, 1)) / n
-    elif name == "mean_std":
-      s = (s - s.mean()) / (s.std() + 1e-6)
-    out[b, order] = s
-  return out
-
-
-def _jax_fn(name, k):
+def _jax_fn(name: str, k: int) -> Callable[..., jax.Array]:
   if name in _ON_POLICY:
     return jax.jit(lambda r, lr: maxk.max_at_k_advantages(r, k, baseline=name))
   method = name.removeprefix("off_policy_")
   return jax.jit(lambda r, lr: maxk.max_at_k_advantages_off_policy(r, lr, k, method=method))
 
 
-def _jax_masked_fn(name, k):
+def _jax_masked_fn(name: str, k: int) -> Callable[..., jax.Array]:
   if name in _ON_POLICY:
     return jax.jit(lambda r, lr, w: maxk.max_at_k_advantages(r, k, baseline=name, where=w))
   method = name.removeprefix("off_policy_")
@@ -181,7 +142,7 @@ def _jax_masked_fn(name, k):
   )
 
 
-def _time(fn, *args, repeats):
+def _time(fn: Callable[..., Any], *args: Any, repeats: int) -> float:
   jax.block_until_ready(fn(*args))
   times = []
   for _ in range(repeats):
@@ -191,21 +152,19 @@ def _time(fn, *args, repeats):
   return float(np.median(times))
 
 
-def _fmt_us(seconds):
+def _fmt_us(seconds: float | None) -> str:
   return "-" if seconds is None else f"{seconds * 1e6:,.0f}"
 
 
-def _fmt_ratio(numer, denom):
+def _fmt_ratio(numer: float | None, denom: float | None) -> str:
   return "-" if numer is None or denom is None else f"{numer / denom:,.1f}x"
 
 
 def main(argv: Sequence[str]) -> None:
   del argv
   rng = np.random.default_rng(_SEED.value)
-  batches = (1, 256) if _QUICK.value else (1, 256, 4096)
-  sizes = (8, 64, 512) if _QUICK.value else (8, 64, 512, 4096)
-  batches = [int(b) for b in _BATCHES.value] or batches
-  sizes = [int(n) for n in _SIZES.value] or sizes
+  batches = [int(b) for b in _BATCHES.value] or ([1, 256] if _QUICK.value else [1, 256, 4096])
+  sizes = [int(n) for n in _SIZES.value] or ([8, 64, 512] if _QUICK.value else [8, 64, 512, 4096])
   print(
     f"jax {jax.__version__} on {jax.devices()[0].platform} "
     f"({jax.devices()[0].device_kind}); times in microseconds, median of "
@@ -242,7 +201,7 @@ def main(argv: Sequence[str]) -> None:
           ):
             t_mat = _time(lambda: _numpy_matrix(r64, lr64, k, name), repeats=3)
           if name in _ON_POLICY and batch * n <= _MAX_NP_LOOP:
-            t_loop = _time(lambda: _numpy_loop(r64, lr64, k, name), repeats=3)
+            t_loop = _time(lambda: enumeration.advantages_float64(r64, k, name), repeats=3)
           unit = batch * (n * math.log2(n) + n * k)
           per_unit = "-" if t_jax is None else f"{t_jax / unit * 1e9:.2f}"
           print(

@@ -22,7 +22,9 @@ devices attached.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 import time
+from typing import Any
 
 from absl import app
 from absl import flags
@@ -49,7 +51,7 @@ _UNCACHED = flags.DEFINE_bool("uncached", True, "Also time sampling without the 
 _PEAK_TFLOPS = flags.DEFINE_float("peak_tflops", 0.0, "Peak TFLOP/s for MFU (0: by device).")
 
 
-def _time(fn, repeats: int) -> float:
+def _time(fn: Callable[[], Any], repeats: int) -> float:
   jax.block_until_ready(fn())  # Compile and warm up.
   times = []
   for _ in range(repeats):
@@ -59,7 +61,67 @@ def _time(fn, repeats: int) -> float:
   return float(np.median(times))
 
 
-def main(argv):
+def _row(
+  name: str, gen_len: int, seconds: float, rate: float, speedup: str, mfu: float | None
+) -> str:
+  """One table row; the MFU column only where a peak is known."""
+  row = f"{name:<16}{gen_len:>8}{seconds:>10.4f}{rate:>12,.0f}{speedup}"
+  return row + (f"{mfu:>8.1%}" if mfu is not None else "")
+
+
+def _time_training(
+  cfg: model_lib.ModelConfig,
+  graphdef: Any,
+  params: Any,
+  tokens: jax.Array,
+  prompt_len: int,
+  peak: float | None,
+) -> str:
+  """The ``train`` row: one SFT update on ``tokens [B, prompt_len + gen_len]``."""
+  batch, seq = tokens.shape
+  mask = jnp.ones((batch, seq - prompt_len), jnp.float32)
+  optimizer = optimizer_lib.make_optimizer(1e-4, 1, 1.0)
+  update = sft.make_update(graphdef, optimizer, prompt_len)
+  state = {"params": jax.tree.map(jnp.copy, params)}
+  state["opt"] = optimizer.init(state["params"])
+
+  def train_step() -> Any:
+    state["params"], state["opt"], metrics = update(state["params"], state["opt"], tokens, mask)
+    return metrics
+
+  seconds = _time(train_step, _REPEATS.value)
+  rate = batch * seq / seconds
+  mfu = mfu_lib.mfu(model_lib.flops_per_token(cfg, seq), rate, peak, train=True) if peak else None
+  return _row("train", seq - prompt_len, seconds, rate, f"{'':>9}", mfu)
+
+
+def _time_sampling(
+  cfg: model_lib.ModelConfig,
+  graphdef: Any,
+  params: Any,
+  prompts: jax.Array,
+  gen_len: int,
+  peak: float | None,
+) -> list[str]:
+  """The ``sample`` rows: ``gen_len`` tokens after ``prompts``, with (and without) the cache."""
+  batch, prompt_len = prompts.shape
+  seq = prompt_len + gen_len
+  rows, rates = [], {}
+  for use_cache in (True, False) if _UNCACHED.value else (True,):
+    fn = lambda: sampling.generate(
+      graphdef, params, prompts, jax.random.key(0), cfg=cfg, max_new=gen_len, use_cache=use_cache
+    )["tokens"]
+    seconds = _time(fn, _REPEATS.value)
+    rates[use_cache] = batch * gen_len / seconds
+    name = "sample (cache)" if use_cache else "sample (no cache)"
+    speedup = f"{rates[True] / rates[False]:>8.1f}x" if not use_cache else f"{'':>9}"
+    flops = model_lib.flops_per_token(cfg, seq)
+    mfu = mfu_lib.mfu(flops, rates[use_cache], peak, train=False) if peak else None
+    rows.append(_row(name, gen_len, seconds, rates[use_cache], speedup, mfu))
+  return rows
+
+
+def main(argv: Sequence[str]) -> None:
   del argv
   batch, prompt_len = _BATCH.value, _PROMPT_LEN.value
   gen_lens = [int(g) for g in _GEN_LENS.value]
@@ -81,47 +143,12 @@ def main(argv):
   )
   header = f"{'what':<16}{'gen_len':>8}{'seconds':>10}{'tokens/s':>12}{'speedup':>9}"
   print(header + (f"{'MFU':>8}" if peak else ""))
-  optimizer = optimizer_lib.make_optimizer(1e-4, 1, 1.0)
   for gen_len in gen_lens:
     seq = prompt_len + gen_len
     tokens = jnp.asarray(rng.integers(3, tasks.VOCAB_SIZE, size=(batch, seq)), jnp.int32)
-    mask = jnp.ones((batch, gen_len), jnp.float32)
-    update = sft.make_update(graphdef, optimizer, prompt_len)
-    state = {"params": jax.tree.map(jnp.copy, params)}
-    state["opt"] = optimizer.init(state["params"])
-
-    def train_step():
-      state["params"], state["opt"], metrics = update(state["params"], state["opt"], tokens, mask)
-      return metrics
-
-    seconds = _time(train_step, _REPEATS.value)
-    rate = batch * seq / seconds
-    utilisation = (
-      mfu_lib.mfu(model_lib.flops_per_token(cfg, seq), rate, peak, train=True) if peak else None
-    )
-    print(
-      f"{'train':<16}{gen_len:>8}{seconds:>10.4f}{rate:>12,.0f}{'':>9}"
-      + (f"{utilisation:>8.1%}" if utilisation is not None else "")
-    )
-    prompts = tokens[:, :prompt_len]
-    rates = {}
-    for use_cache in (True, False) if _UNCACHED.value else (True,):
-      fn = lambda: sampling.generate(
-        graphdef, params, prompts, jax.random.key(0), cfg=cfg, max_new=gen_len, use_cache=use_cache
-      )["tokens"]
-      seconds = _time(fn, _REPEATS.value)
-      rates[use_cache] = batch * gen_len / seconds
-      name = "sample (cache)" if use_cache else "sample (no cache)"
-      speedup = f"{rates[True] / rates[False]:>8.1f}x" if not use_cache else f"{'':>9}"
-      utilisation = (
-        mfu_lib.mfu(model_lib.flops_per_token(cfg, seq), rates[use_cache], peak, train=False)
-        if peak
-        else None
-      )
-      print(
-        f"{name:<16}{gen_len:>8}{seconds:>10.4f}{rates[use_cache]:>12,.0f}{speedup}"
-        + (f"{utilisation:>8.1%}" if utilisation is not None else "")
-      )
+    print(_time_training(cfg, graphdef, params, tokens, prompt_len, peak))
+    for row in _time_sampling(cfg, graphdef, params, tokens[:, :prompt_len], gen_len, peak):
+      print(row)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,10 @@ reference row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import statistics
 import time
+from typing import Any
 
 from absl import app
 from absl import flags
@@ -67,7 +68,7 @@ def inputs(batch: int, n: int, answers: int, seed: int) -> tuple[jax.Array, ...]
   return tuple(jnp.asarray(x) for x in (scores, rewards, correct, ids))
 
 
-def time_call(fn, args: Sequence[jax.Array], repeats: int) -> float:
+def time_call(fn: Callable[..., Any], args: Sequence[jax.Array], repeats: int) -> float:
   """Median seconds per call of the jitted ``fn`` after a compiling call."""
   jitted = jax.jit(fn)
   jax.block_until_ready(jitted(*args))

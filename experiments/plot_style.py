@@ -40,8 +40,9 @@ DPI = 110
 PANEL = (4.6, 3.5)
 # Multi-panel figures are at least this wide (inches): >= ~1000 px at DPI.
 MIN_MULTI_WIDTH = 10.0
-# Single-panel figures are at least this wide (inches).
-MIN_SINGLE_WIDTH = 7.0
+# Single-panel figures are at least this wide (inches): ~990 px at DPI, so that a figure
+# cropped to its content (bbox_inches="tight", as inline and saved) keeps >= 900 px.
+MIN_SINGLE_WIDTH = 9.0
 # The panels of a row together are at most this wide (inches): many columns get
 # narrower panels instead of an ever wider figure.
 MAX_PANELS_WIDTH = 15.0

@@ -6,6 +6,9 @@ stops the launcher with absl's one-line flag error before anything is written or
 started.
 """
 
+from typing import Any
+
+from absl import app
 from absl import flags
 
 from launch import sweep as sweep_lib
@@ -31,7 +34,14 @@ REPO_DIR = flags.DEFINE_string(
 )
 
 
-def _check_sweep(values: dict) -> bool:
+def out_root() -> str:
+  """The value of ``--out_root``, which every launcher marks required."""
+  if OUT_ROOT.value is None:  # Reached only by a launcher that did not mark it required.
+    raise app.UsageError("--out_root is required.")
+  return OUT_ROOT.value
+
+
+def _check_sweep(values: dict[str, Any]) -> bool:
   try:
     sweep_lib.expand_many(values["sweep"], out_root="/", binary=values["binary"])
   except ValueError as e:

@@ -87,7 +87,7 @@ def read_status(out_dir: str) -> dict[str, Any] | None:
     return None
 
 
-def _write_status(out_dir: str, **status) -> None:
+def _write_status(out_dir: str, **status: Any) -> None:
   with open(os.path.join(out_dir, STATUS_FILE), "w") as f:
     json.dump(status, f, indent=2)
 
@@ -207,7 +207,7 @@ def run_all(
   children = children or processes.Children()
   slots = cpus.CoreSlots(threads, parallel) if threads > 0 else None
 
-  def one(run):
+  def one(run: sweep_lib.Run) -> tuple[str, float]:
     cores = slots.take() if slots else []
     try:
       return run_one(run, children, timeout=timeout, cores=cores)
@@ -249,7 +249,8 @@ def gather(
   Returns (path, number of rows). Runs without results.csv, and runs the launcher
   recorded as anything but finished (failed, running), are left out.
   """
-  rows, result_cols = [], []
+  rows: list[tuple[sweep_lib.Run, dict[str, str]]] = []
+  result_cols: list[str] = []
   for run in filter(_gatherable, runs):
     with open(os.path.join(run.out_dir, "results.csv"), newline="") as f:
       reader = csv.DictReader(f)
@@ -281,15 +282,15 @@ class _Stopped(Exception):
     self.signum = signum
 
 
-def _raise_stopped(signum, frame):
+def _raise_stopped(signum: int, frame: Any) -> None:
   del frame
   raise _Stopped(signum)
 
 
-def main(argv):
+def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Too many command-line arguments: {list(argv[1:])}.")
-  out_root = os.path.abspath(_flags.OUT_ROOT.value)
+  out_root = os.path.abspath(_flags.out_root())
   try:
     runs = sweep_lib.expand_many(_flags.SWEEP.value, out_root=out_root, binary=_flags.BINARY.value)
   except ValueError as e:

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import threading
 import time
+from typing import Any
 
 LOCK_FILE = "launch.lock"
 
@@ -53,12 +54,12 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
 class Children:
   """Live runs, each in its own process group; ``stop_all`` ends them all."""
 
-  def __init__(self):
+  def __init__(self) -> None:
     self._lock = threading.Lock()
     self._procs: set[subprocess.Popen] = set()
     self.stopping = False
 
-  def start(self, command: Sequence[str], **kwargs) -> subprocess.Popen | None:
+  def start(self, command: Sequence[str], **kwargs: Any) -> subprocess.Popen | None:
     """Starts ``command`` in a new process group; None once ``stop_all`` was called."""
     with self._lock:
       if self.stopping:

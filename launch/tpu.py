@@ -100,17 +100,16 @@ def make_script(
   return "\n".join(lines) + "\n"
 
 
-def main(argv):
+def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Too many command-line arguments: {list(argv[1:])}.")
-  runs = sweep_lib.expand_many(
-    _flags.SWEEP.value, out_root=_flags.OUT_ROOT.value, binary=_flags.BINARY.value
-  )
+  out_root = _flags.out_root()
+  runs = sweep_lib.expand_many(_flags.SWEEP.value, out_root=out_root, binary=_flags.BINARY.value)
   script = make_script(
     runs,
     tpu_name=_TPU_NAME.value,
     zone=_ZONE.value,
-    out_root=_flags.OUT_ROOT.value,
+    out_root=out_root,
     project=_PROJECT.value,
     repo_dir=_flags.REPO_DIR.value or "~/maxk",
     setup=_flags.SETUP.value,

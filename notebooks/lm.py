@@ -9,27 +9,21 @@
 # `notebooks/data/README.md`). No numbers are made up: whatever is missing, the notebook says so.
 
 # %%
-# Setup. Each later cell imports what it uses, after the path set-up below.
+# Setup (notebooks/preamble.py): makes `maxk` and `experiments` importable, runs JAX on the
+# CPU, applies the repository's figure style; SMOKE (MAXK_SMOKE=1) shrinks every size so
+# that the notebook runs in seconds, as the tests run it. Each later cell imports what it uses.
 # ruff: noqa: E402
-import os
-import sys
+try:
+  import preamble
+except ImportError:  # The kernel runs at the repository root.
+  from notebooks import preamble
 
-# Run from notebooks/ or the repository root: make `maxk` and `experiments` importable.
-for _p in ("..", "."):
-  if os.path.isdir(os.path.join(_p, "maxk")) and os.path.abspath(_p) not in sys.path:
-    sys.path.insert(0, os.path.abspath(_p))
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# MAXK_SMOKE=1 shrinks every size so that the notebook runs in seconds (the tests do).
-SMOKE = os.environ.get("MAXK_SMOKE") == "1"
+import os
 
 from IPython.display import display
-import jax
-
-from experiments import plot_style
 
 # %matplotlib inline
-plot_style.apply()  # The repository's figure style: legible sizes, one colour per estimator.
-print("SMOKE =", SMOKE, "| jax", jax.__version__, "| devices", jax.devices())
+SMOKE = preamble.start()
 
 # %%
 import csv

@@ -6,18 +6,14 @@
 # `MAXK_SMOKE=1` to run at tiny sizes (as the test suite does).
 
 # %%
-# Setup. Each later cell imports what it uses, after the path set-up below.
+# Setup (notebooks/preamble.py): makes `maxk` and `experiments` importable, runs JAX on the
+# CPU, applies the repository's figure style; SMOKE (MAXK_SMOKE=1) shrinks every size so
+# that the notebook runs in seconds, as the tests run it. Each later cell imports what it uses.
 # ruff: noqa: E402
-import os
-import sys
-
-# Run from notebooks/ or the repository root: make `maxk` and `experiments` importable.
-for _p in ("..", "."):
-  if os.path.isdir(os.path.join(_p, "maxk")) and os.path.abspath(_p) not in sys.path:
-    sys.path.insert(0, os.path.abspath(_p))
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# MAXK_SMOKE=1 shrinks every size so that the notebook runs in seconds (the tests do).
-SMOKE = os.environ.get("MAXK_SMOKE") == "1"
+try:
+  import preamble
+except ImportError:  # The kernel runs at the repository root.
+  from notebooks import preamble
 
 import jax
 import jax.numpy as jnp
@@ -28,8 +24,7 @@ from experiments import plot_style
 import maxk
 
 # %matplotlib inline
-plot_style.apply()  # The repository's figure style: legible sizes, one colour per estimator.
-print("SMOKE =", SMOKE, "| jax", jax.__version__, "| devices", jax.devices())
+SMOKE = preamble.start()
 
 # %% [markdown]
 # ## Fig. 1: max@k of the Gaussian toy and its gradient vs theta

@@ -7,6 +7,11 @@ reads the rows of one rank objective; ``plot_variance_check`` the rows of
 :mod:`experiments.plot_style`; every Monte Carlo quantity is drawn with its
 uncertainty (+-2 standard errors).
 
+Two estimators whose estimates agree on every replicate (e.g. ``off_policy_first_order``
+and ``off_policy_exact`` at k = 1, ``max_minus_second`` and ``loo_minus_one`` at n = k;
+the replicates are shared) draw one curve over the other: a note under the figure names
+them (:func:`coinciding`).
+
 References: PKPO, arXiv 2505.15201, Fig. 4.
 """
 
@@ -16,16 +21,29 @@ from collections.abc import Mapping, Sequence
 import math
 from typing import Any
 
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 import numpy as np
 
 from experiments import estimators as estimators_lib
 from experiments import plot_style
 
+# One results.csv row (typed values).
+Row = Mapping[str, Any]
+
 # Inches on the right of the per-policy figures for their legend.
 _LEGEND_WIDTH = 2.6
+# Two estimators' points coincide when their bias and variance agree to this relative
+# tolerance: identical estimates on every replicate agree to float rounding (~1e-7), while
+# different estimators on shared replicates differ by a sizeable part of a standard error.
+_SAME_RTOL = 1e-4
+# The bottom row of the bias figures shows z = bias / s.e. up to this |z|; a point beyond
+# is drawn at the edge and labelled with its value, so that one strongly biased estimator
+# does not flatten the others.
+Z_LIMIT = 10.0
 
 
-def _select(rows, **where):
+def _select(rows: Sequence[Row], **where: Any) -> list[Row]:
   return [r for r in rows if all(r[key] == value for key, value in where.items())]
 
 
@@ -44,7 +62,9 @@ def variance_stderr(row: Mapping[str, Any]) -> float:
   return float(row["variance"]) * math.sqrt(2.0 / (replicates - 1))
 
 
-def _variance_with_band(ax, rows, column: str, name: str, label: str | None, line: int = 0) -> None:
+def _variance_with_band(
+  ax: Axes, rows: Sequence[Row], column: str, name: str, label: str | None, line: int = 0
+) -> None:
   """``column`` (the variance or a multiple of it) vs n with a +-2 s.e. band.
 
   Numerically-zero variances (an estimator whose advantages vanish, e.g. mean_std at
@@ -66,10 +86,11 @@ def _variance_with_band(ax, rows, column: str, name: str, label: str | None, lin
   ax.plot(x, y, label=label, **plot_style.style(name, line))
   if np.isfinite(rel).all():
     # Clipped below so the band stays on the log axis.
-    plot_style.band(ax, x, y * np.maximum(1 - rel, 0.05), y * (1 + rel), name)
+    lo, hi = y * np.maximum(1 - rel, 0.05), y * (1 + rel)
+    plot_style.band(ax, x.tolist(), lo.tolist(), hi.tolist(), name)
 
 
-def _bias_bars(ax, rows, name: str, offset: float, label: str | None) -> None:
+def _bias_bars(ax: Axes, rows: Sequence[Row], name: str, offset: float, label: str | None) -> None:
   """Relative bias vs n with +-2 s.e. bars (|exact| == 0: absolute bias)."""
   rows = sorted(rows, key=lambda r: r["n"])
   scale = [abs(r["exact_gradient"]) or 1.0 for r in rows]
@@ -84,14 +105,101 @@ def _bias_bars(ax, rows, name: str, offset: float, label: str | None) -> None:
   )
 
 
-def _n_axis(ax, ns: Sequence[int]) -> None:
+def _bias_z_points(
+  ax: Axes, rows: Sequence[Row], name: str, offset: float, label: str | None
+) -> None:
+  """z = bias / s.e. vs n, clipped to +-:data:`Z_LIMIT` (a clipped point: a triangle at
+  the edge labelled with its z)."""
+  rows = sorted(rows, key=lambda r: r["n"])
+  x = np.array([r["n"] * 2**offset for r in rows], float)
+  z = np.array([r["bias"] / r["stderr"] if r["stderr"] > 0 else np.nan for r in rows])
+  ax.plot(x, np.clip(z, -Z_LIMIT, Z_LIMIT), label=label, markersize=5, **plot_style.style(name))
+  for xi, zi in zip(x, z):
+    if abs(zi) > Z_LIMIT:
+      edge = math.copysign(Z_LIMIT, zi)
+      ax.plot(xi, edge, marker="^" if zi > 0 else "v", markersize=9, color=plot_style.color(name))
+      ax.annotate(
+        f"{zi:.0f}",
+        (xi, edge),
+        xytext=(4, -3 if zi > 0 else 3),
+        textcoords="offset points",
+        va="top" if zi > 0 else "bottom",
+        fontsize=8,
+        color=plot_style.color(name),
+      )
+
+
+def _z_axis(ax: Axes, values: Sequence[float]) -> None:
+  """A linear z axis from -top to top, top = min(:data:`Z_LIMIT`, max(3, max |z|)) * 1.1,
+  with the band |z| <= 2 (no detectable bias) shaded."""
+  finite = [abs(v) for v in values if np.isfinite(v)]
+  top = 1.1 * min(Z_LIMIT, max([3.0, *finite]))
+  ax.axhspan(-2.0, 2.0, color="0.9", linewidth=0, zorder=0)
+  ax.set_ylim(-top, top)
+
+
+def coinciding(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, int, list[int]]]:
+  """Estimators whose points coincide with an earlier estimator's, per k.
+
+  Returns ``(estimator, same_as, k, ns)``: at every n of ``ns`` the rows of ``estimator``
+  and ``same_as`` (its first predecessor in row order that matches) for that k have the
+  same bias and variance (relative tolerance ``1e-4``), i.e. the same estimate on every
+  replicate.
+  """
+
+  def same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(
+      abs(a[c] - b[c]) <= _SAME_RTOL * max(abs(a[c]), abs(b[c]), a["stderr"], 1e-30)
+      for c in ("bias", "variance")
+    )
+
+  names = list(dict.fromkeys(r["estimator"] for r in rows))
+  found = []
+  for k in sorted({r["k"] for r in rows}):
+    at = {(r["estimator"], r["n"]): r for r in rows if r["k"] == k}
+    for j, name in enumerate(names):
+      for earlier in names[:j]:
+        ns = sorted(
+          n
+          for (e, n), row in at.items()
+          if e == name and (earlier, n) in at and same(row, at[earlier, n])
+        )
+        if ns:
+          found.append((name, earlier, k, ns))
+          break
+  return found
+
+
+def _coincidence_note(fig: Figure, rows: Sequence[Row]) -> None:
+  """Names the estimators whose curves coincide under the figure (nothing if none)."""
+  pairs = coinciding(rows)
+  if not pairs:
+    return
+  text = "; ".join(
+    f"{name} = {same_as} at k = {k} (n = {', '.join(map(str, ns))})"
+    for name, same_as, k, ns in pairs
+  )
+  fig.text(
+    0.01,
+    0.0,
+    f"Curves drawn over each other (the same estimate on every replicate): {text}.",
+    ha="left",
+    va="top",
+    fontsize=9,
+    wrap=True,
+  )
+
+
+def _n_axis(ax: Axes, ns: Sequence[int]) -> None:
   ax.set_xscale("log", base=2)
   ax.set_xticks(ns, [str(n) for n in ns])
   ax.minorticks_off()
   ax.set_xlabel("n (samples per group)")
 
 
-def _per_policy_figure(rows: Sequence[dict[str, Any]], policy: str):
+def _per_policy_figure(
+  rows: Sequence[Row], policy: str
+) -> tuple[list[Row], list[int], list[int], list[str], Figure, Any]:
   """The 2 x len(ks) grid of the per-policy figures: (rows, ks, ns, names, fig, axes)."""
   rows = _select(rows, policy=policy)
   ks = sorted({r["k"] for r in rows})
@@ -102,7 +210,7 @@ def _per_policy_figure(rows: Sequence[dict[str, Any]], policy: str):
   return rows, ks, ns, names, fig, axes
 
 
-def plot_variance(rows: Sequence[dict[str, Any]], policy: str, path: str) -> str:
+def plot_variance(rows: Sequence[Row], policy: str, path: str) -> str:
   """Variance vs n per estimator, log-log, one column per k (PKPO Fig. 4).
 
   The bottom row shows ``variance / |mean|^2``, which is comparable across
@@ -123,40 +231,52 @@ def plot_variance(rows: Sequence[dict[str, Any]], policy: str, path: str) -> str
       ax.set_title(f"k = {k}")
   fig.suptitle(f"Gradient variance vs n, {policy} policy (bands: ±2 s.e.)")
   plot_style.legend(fig, axes, title="estimator")
+  _coincidence_note(fig, rows)
   return plot_style.save(fig, path)
 
 
-def plot_bias(rows: Sequence[dict[str, Any]], policy: str, path: str) -> str:
-  """Relative bias vs n with +-2 standard-error bars, one column per k.
+def plot_bias(rows: Sequence[Row], policy: str, path: str) -> str:
+  """Bias vs n, one column per k: relative (top) and in standard errors (bottom).
 
-  Top row: the estimators expected to be unbiased (linear axis: their bias should
-  be within a few standard errors of 0). Bottom row: every estimator (symlog axis).
-  For vector gradients the bias is the norm of the bias vector (hence >= 0).
+  Top row: the estimators expected to be unbiased, bias / |exact gradient| with +-2
+  standard-error bars (linear axis: their bias should be within a few standard errors of
+  0). Bottom row: every estimator, z = bias / standard error on a linear axis clipped at
+  +-:data:`Z_LIMIT` (beyond it: a triangle at the edge with the value), the band
+  |z| <= 2 shaded; a scale that no single strongly biased or noisy point can set (a
+  symlog axis of the relative bias was set by the largest one). For vector gradients the
+  bias is the norm of the bias vector (hence >= 0; z is of order 1 when unbiased).
   """
   rows, ks, ns, names, fig, axes = _per_policy_figure(rows, policy)
   for c, k in enumerate(ks):
-    for r, only_unbiased in enumerate([True, False]):
-      ax = axes[r, c]
-      for j, name in enumerate(names):
-        sel = _select(rows, k=k, estimator=name)
-        if only_unbiased:
-          sel = [row for row in sel if row["expected_unbiased"]]
-        if sel:
-          offset = 0.04 * (j - len(names) / 2)
-          _bias_bars(ax, sel, name, offset, name if r == 1 else None)
-      ax.axhline(0.0, color="k", linewidth=0.8)
+    top, bottom = axes[0, c], axes[1, c]
+    for j, name in enumerate(names):
+      sel = _select(rows, k=k, estimator=name)
+      offset = 0.04 * (j - len(names) / 2)
+      unbiased = [row for row in sel if row["expected_unbiased"]]
+      if unbiased:
+        _bias_bars(top, unbiased, name, offset, None)
+      if sel:
+        _bias_z_points(bottom, sel, name, offset, name)
+    top.axhline(0.0, color="k", linewidth=0.8)
+    bottom.axhline(0.0, color="k", linewidth=0.8)
+    sel = _select(rows, k=k)
+    _z_axis(bottom, [r["bias"] / r["stderr"] for r in sel if r["stderr"] > 0])
+    top.set_ylabel("bias / |exact gradient|" if c == 0 else "")
+    bottom.set_ylabel("z = bias / s.e." if c == 0 else "")
+    top.set_title(f"k = {k}: expected-unbiased estimators (bars ±2 s.e.)")
+    bottom.set_title(f"k = {k}: all estimators, bias in s.e.")
+    for ax in (top, bottom):
       _n_axis(ax, ns)
-      if not only_unbiased:
-        ax.set_yscale("symlog", linthresh=1e-2)
-      ax.set_ylabel("bias / |exact gradient|" if c == 0 else "")
-      which = "expected-unbiased estimators" if only_unbiased else "all estimators"
-      ax.set_title(f"k = {k}: {which}")
-  fig.suptitle(f"Relative bias vs n, {policy} policy (bars: ±2 s.e.)")
+  fig.suptitle(
+    f"Bias vs n, {policy} policy (bottom: shaded |z| ≤ 2, no detectable bias; "
+    f"|z| > {Z_LIMIT:.0f} at the edge with its value)"
+  )
   plot_style.legend(fig, axes, title="estimator")
+  _coincidence_note(fig, rows)
   return plot_style.save(fig, path)
 
 
-def plot_objective(rows: Sequence[dict[str, Any]], objective: str, path: str) -> str:
+def plot_objective(rows: Sequence[Row], objective: str, path: str) -> str:
   """One rank objective: variance (top) and relative bias +-2 s.e. (bottom) vs n, per k.
 
   Reads the ``results.csv`` rows of that objective (every policy present, told apart
@@ -190,7 +310,7 @@ def plot_objective(rows: Sequence[dict[str, Any]], objective: str, path: str) ->
   return plot_style.save(fig, path)
 
 
-def plot_variance_check(rows: Sequence[dict[str, Any]], path: str) -> str:
+def plot_variance_check(rows: Sequence[Row], path: str) -> str:
   """Mean estimated variance vs empirical variance (+-2 s.e. bars), one panel per statistic.
 
   Reads the ``variance_check.csv`` rows; unbiased variance estimators lie on y = x.

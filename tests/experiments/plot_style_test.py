@@ -66,7 +66,7 @@ def test_shades_keep_the_hue_light_to_dark():
   assert plot_style.shade("grpo", 0, 1) == plot_style.color("grpo")
 
 
-@pytest.mark.parametrize("nrows, ncols, min_px", [(1, 1, 700), (1, 2, 1000), (2, 5, 1000)])
+@pytest.mark.parametrize("nrows, ncols, min_px", [(1, 1, 900), (1, 2, 1000), (2, 5, 1000)])
 def test_figures_are_saved_at_a_legible_size(nrows, ncols, min_px, tmp_path):
   fig, axes = plot_style.figure(nrows, ncols, legend_width=2.0)
   assert axes.shape == (nrows, ncols)

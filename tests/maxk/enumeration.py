@@ -189,7 +189,7 @@ def expected_score_estimate(estimator, logits_sample, logits_target, values, n: 
 # ----------------------------------------------------------------------------
 
 
-def _binom_ratio(top, bottom, n: int, k: int) -> np.ndarray:
+def binom_ratio(top, bottom, n: int, k: int) -> np.ndarray:
   """C(top, bottom) / C(n, k) elementwise (0 where the binomial is 0), float64."""
   top = np.asarray(top, np.float64)
   bottom = np.asarray(bottom, np.float64)
@@ -208,7 +208,7 @@ def max_at_k_float64(r, k: int) -> float:
   """Σ_j C(j-1, k-1)/C(n, k) r_(j) of one group in float64 (log-gamma weights)."""
   g = np.sort(np.asarray(r, np.float64))
   j = np.arange(1, g.size + 1)
-  return float(_binom_ratio(j - 1, k - 1, g.size, k) @ g)
+  return float(binom_ratio(j - 1, k - 1, g.size, k) @ g)
 
 
 def advantages_float64(r, k: int, baseline: str) -> np.ndarray:
@@ -225,17 +225,17 @@ def advantages_float64(r, k: int, baseline: str) -> np.ndarray:
   for b in range(r.shape[0]):
     order = np.argsort(r[b], kind="stable")
     g = r[b][order]
-    s = _binom_ratio(j - 1, k - 1, n, k) * g
-    tail = _binom_ratio(j - 2, k - 2, n, k) * g
+    s = binom_ratio(j - 1, k - 1, n, k) * g
+    tail = binom_ratio(j - 2, k - 2, n, k) * g
     s += np.concatenate([np.cumsum(tail[::-1])[::-1][1:], [0.0]])
     if baseline in ("loo", "loo_centered") and n > k:
       scale = k / (n - 1) if baseline == "loo" else k / n
-      pre = np.cumsum(_binom_ratio(j - 1, k - 1, n - 1, k) * g)
-      suf = np.cumsum((_binom_ratio(j - 2, k - 1, n - 1, k) * g)[::-1])[::-1]
+      pre = np.cumsum(binom_ratio(j - 1, k - 1, n - 1, k) * g)
+      suf = np.cumsum((binom_ratio(j - 2, k - 1, n - 1, k) * g)[::-1])[::-1]
       s -= scale * (np.concatenate([[0.0], pre[:-1]]) + np.concatenate([suf[1:], [0.0]]))
     elif baseline == "loo_minus_one" and k >= 2:
-      s = _binom_ratio(j - 1, k - 1, n, k) * g - np.concatenate(
-        [[0.0], np.cumsum(_binom_ratio(j - 1, k - 2, n, k) * g)[:-1]]
+      s = binom_ratio(j - 1, k - 1, n, k) * g - np.concatenate(
+        [[0.0], np.cumsum(binom_ratio(j - 1, k - 2, n, k) * g)[:-1]]
       )
     elif baseline == "loo_minus_one":
       s = (g - (g.sum() - g) / max(n - 1, 1)) / n

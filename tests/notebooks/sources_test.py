@@ -1,6 +1,8 @@
 """The committed notebooks are generated from their plain-Python sources and cannot drift."""
 
+import base64
 import os
+import struct
 import subprocess
 import sys
 
@@ -41,6 +43,33 @@ def test_source_is_in_the_canonical_percent_format(name, tmp_path):
   execute.write_source(execute.read_source(path), str(tmp_path / "out.py"))
   with open(path) as f:
     assert (tmp_path / "out.py").read_text() == f.read()
+
+
+# Every committed figure is at least this wide (pixels), as plot_style's minimum widths
+# intend: legible on a screen without zooming.
+_MIN_FIGURE_PX = 900
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+  # The IHDR chunk follows the 8-byte signature: length, type, then width and height.
+  assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+  width, height = struct.unpack(">II", data[16:24])
+  return width, height
+
+
+@pytest.mark.parametrize("name", _EXPECTED)
+def test_committed_figures_are_at_least_900_px_wide(name):
+  nb = nbformat.read(os.path.join(execute.NOTEBOOK_DIR, f"{name}.ipynb"), as_version=4)
+  widths = [
+    _png_size(base64.b64decode(o["data"]["image/png"]))[0]
+    for c in nb.cells
+    if c.cell_type == "code"
+    for o in c.get("outputs", [])
+    if "image/png" in o.get("data", {})
+  ]
+  assert widths, f"notebooks/{name}.ipynb is committed without a figure."
+  narrow = [w for w in widths if w < _MIN_FIGURE_PX]
+  assert not narrow, f"notebooks/{name}.ipynb: figures {narrow} px wide (< {_MIN_FIGURE_PX})."
 
 
 def test_figure_cells_keep_their_captions():
