@@ -10,6 +10,7 @@ import jax
 
 from experiments import estimators as estimators_lib
 from experiments import schedules
+
 # A run spec names "max_at_k" (the registry's max@k baseline named by ``rl.baseline``)
 # or one of the registry's max@k peers (:func:`estimator_choices`).
 MAX_AT_K = "max_at_k"
@@ -177,4 +178,3 @@ def advantages(estimator: str, rewards_Pxn: jax.Array, k: int, baseline: str) ->
   :data:`PASS_THRESHOLD`."""
   entry = estimator_entry(estimator, baseline)
   return entry(rewards_Pxn, k, pass_threshold=PASS_THRESHOLD)
-
