@@ -5,7 +5,7 @@ run on (``sched_getaffinity``), and the kernel never schedules the process elsew
 so pinning a run to N cores caps it at N cores whatever flags it passes to XLA.
 
 As a wrapper (the affinity survives ``exec``, and the process keeps its pid):
-  python -m launch.cpus 0,1 -- python -m experiments.best_of_n --out_dir=...
+  python -m launch.cpus 0,1 -- python -m experiments.best_of_n --workdir=...
 """
 
 from __future__ import annotations

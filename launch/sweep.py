@@ -3,15 +3,18 @@
 A sweep spec is either a JSON file / dict or command-line items ``flag=v1,v2``::
 
   {"binary": "experiments.best_of_n",          # optional; --binary overrides
-   "fixed": {"n_max": 1000},                   # flags every run gets
-   "grid": {"seed": [0, 1], "num_mc_draws": [10, 100]}}
+   "fixed": {"config.n_max": 1000},            # flags every run gets
+   "grid": {"config.seed": [0, 1], "config.num_mc_draws": [10, 100]}}
 
 or a list of such grids under ``"grids"`` (their runs are concatenated). The grid is
 expanded as a Cartesian product, the flag order of ``grid`` is kept (first flag
-varies slowest), and each run gets a deterministic name built from its grid values
-(``seed=0,num_mc_draws=10`` -> ``seed-0_num_mc_draws-10``) and its own output folder
-``OUT_ROOT/<name>``. Values holding commas (list flags) are given as JSON lists of
-strings in a JSON spec, e.g. ``"ks": ["1,4", "8"]``.
+varies slowest; ``fixed`` flags come first, so a ``config`` file given there precedes
+its ``config.FIELD`` overrides), and each run gets a deterministic name built from
+its grid values (``config.seed=0,config.num_mc_draws=10`` ->
+``config.seed-0_config.num_mc_draws-10``) and its own output folder
+``OUT_ROOT/<name>``, passed to the binary as ``--workdir`` (:data:`OUT_FLAG`).
+Values holding commas (list fields) are given as JSON lists of strings in a JSON
+spec, e.g. ``"config.ks": ["1,4", "8"]``.
 """
 
 from __future__ import annotations
@@ -27,8 +30,12 @@ import shlex
 import sys
 from typing import Any
 
-# The flag that receives each run's output folder, per binary (default "out_dir").
-OUT_FLAGS = {"experiments.lm.main": "workdir"}
+# The flag that receives each run's output folder: every experiment binary takes
+# --workdir (experiments/binary.py; experiments.lm.main too).
+OUT_FLAG = "workdir"
+# Its spellings, which a sweep must not set: the launcher gives each run its folder,
+# and the binaries accept --out_dir as the alias of --workdir.
+OUT_FLAG_NAMES = ("workdir", "out_dir")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +50,8 @@ class Run:
 
   @property
   def out_flag(self) -> str:
-    return OUT_FLAGS.get(self.binary, "out_dir")
+    """The flag that passes :attr:`out_dir` to the binary (:data:`OUT_FLAG`)."""
+    return OUT_FLAG
 
   def args(self) -> list[str]:
     """The binary's command-line arguments (output folder first)."""
@@ -117,10 +125,11 @@ def run_name(params: Sequence[tuple[str, str]]) -> str:
 
 
 def parse_items(items: Sequence[str]) -> dict[str, list[str]]:
-  """``["seed=0,1", "n_max=100"]`` -> ``{"seed": ["0", "1"], "n_max": ["100"]}``.
+  """``["config.seed=0,1", "config.n_max=100"]`` ->
+  ``{"config.seed": ["0", "1"], "config.n_max": ["100"]}``.
 
-  Use ``flag:=v1;v2`` to split on ';' instead (for list-valued flags:
-  ``ks:=1,4;8`` gives the values "1,4" and "8").
+  Use ``flag:=v1;v2`` to split on ';' instead (for list-valued fields:
+  ``config.ks:=1,4;8`` gives the values "1,4" and "8").
   """
   grid: dict[str, list[str]] = {}
   for item in items:
@@ -220,9 +229,11 @@ def expand(
       params = tuple(zip(keys, combo))
       flags = dict(fixed)
       flags.update(params)
-      out_flag = OUT_FLAGS.get(binary, "out_dir")
-      if out_flag in flags:
-        raise ValueError(f"--{out_flag} is set by the launcher (OUT_ROOT/<run name>).")
+      for spelling in OUT_FLAG_NAMES:
+        if spelling in flags:
+          raise ValueError(
+            f"--{spelling} is set by the launcher (--{OUT_FLAG}=OUT_ROOT/<run name>)."
+          )
       name = run_name(params)
       runs.append(
         Run(

@@ -24,22 +24,22 @@ from tests import WAIT_S
 _ROOT = REPO_ROOT
 
 # A stand-in binary (no JAX: starts in milliseconds) with the binaries' contract:
-# --out_dir, results.csv with a header row, config.json; fails when asked to. It writes
+# --workdir, results.csv with a header row, config.json; fails when asked to. It writes
 # its pid first and sleeps when asked to, and reports the cores it may run on.
 _FAKE_BINARY = textwrap.dedent("""\
     import json, os, sys, time
     args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
-    os.makedirs(args["out_dir"], exist_ok=True)
-    with open(os.path.join(args["out_dir"], "pid.txt"), "w") as f:
+    os.makedirs(args["workdir"], exist_ok=True)
+    with open(os.path.join(args["workdir"], "pid.txt"), "w") as f:
         f.write(str(os.getpid()))
-    with open(os.path.join(args["out_dir"], "calls.txt"), "a") as f:
+    with open(os.path.join(args["workdir"], "calls.txt"), "a") as f:
         f.write("called\\n")
     time.sleep(float(args.get("sleep", 0)))
     if args.get("fail") == "1":
         sys.exit(3)
-    with open(os.path.join(args["out_dir"], "config.json"), "w") as f:
+    with open(os.path.join(args["workdir"], "config.json"), "w") as f:
         json.dump(args, f)
-    with open(os.path.join(args["out_dir"], "results.csv"), "w") as f:
+    with open(os.path.join(args["workdir"], "results.csv"), "w") as f:
         f.write("seed,value,cores\\n")
         for i in range(2):
             scale = float(args.get("scale", 1))
@@ -63,18 +63,26 @@ def fake_binary(tmp_path, monkeypatch):
 
 
 def test_expand_items_is_a_deterministic_product():
-  runs = sweep.expand(
-    ["seed=0,1", "scale=1,10,100", "n_max=7"], out_root="/o", binary="experiments.best_of_n"
-  )
+  items = ["config.seed=0,1", "config.num_mc_draws=10,20,30", "config.n_max=7"]
+  runs = sweep.expand(items, out_root="/o", binary="experiments.best_of_n")
   assert len(runs) == 6
   assert [r.name for r in runs[:3]] == [
-    "seed-0_scale-1_n_max-7",
-    "seed-0_scale-10_n_max-7",
-    "seed-0_scale-100_n_max-7",
+    "config.seed-0_config.num_mc_draws-10_config.n_max-7",
+    "config.seed-0_config.num_mc_draws-20_config.n_max-7",
+    "config.seed-0_config.num_mc_draws-30_config.n_max-7",
   ]
-  assert runs[3].params == (("seed", "1"), ("scale", "1"), ("n_max", "7"))
+  assert runs[3].params == (
+    ("config.seed", "1"),
+    ("config.num_mc_draws", "10"),
+    ("config.n_max", "7"),
+  )
   assert runs[0].out_dir == os.path.join("/o", runs[0].name)
-  assert runs[0].args() == [f"--out_dir=/o/{runs[0].name}", "--seed=0", "--scale=1", "--n_max=7"]
+  assert runs[0].args() == [
+    f"--workdir=/o/{runs[0].name}",
+    "--config.seed=0",
+    "--config.num_mc_draws=10",
+    "--config.n_max=7",
+  ]
   assert runs[0].command("py")[:3] == ["py", "-m", "experiments.best_of_n"]
   assert runs[0].command("py", distributed=True)[:4] == [
     "py",
@@ -82,31 +90,37 @@ def test_expand_items_is_a_deterministic_product():
     "launch.distributed",
     "experiments.best_of_n",
   ]
-  again = sweep.expand(
-    ["seed=0,1", "scale=1,10,100", "n_max=7"], out_root="/o", binary="experiments.best_of_n"
-  )
-  assert again == runs
+  assert sweep.expand(items, out_root="/o", binary="experiments.best_of_n") == runs
 
 
 def test_expand_json_spec_fixed_flags_lists_and_grids(tmp_path):
   spec = {
-    "binary": "experiments.bandit_variance",
-    "fixed": {"ns": [4, 8], "smoke": True},
-    "grids": [{"ks": ["1,4", "8"]}, {"seed": [3]}],
+    "binary": "experiments.best_of_n",
+    "fixed": {"config.uniform_sizes": [10, 100], "config.float64": True},
+    "grids": [{"config.rr_max_tries": ["1,4", "8"]}, {"config.seed": [3]}],
   }
   path = tmp_path / "s.json"
   path.write_text(json.dumps(spec))
   for source in (spec, str(path), json.dumps(spec)):
     runs = sweep.expand(source, out_root="/o")
-    assert [r.name for r in runs] == ["ks-1-4", "ks-8", "seed-3"]
-    assert dict(runs[0].flags) == {"ns": "4,8", "smoke": "true", "ks": "1,4"}
-  # ':=' splits on ';' so that list-valued flags can be swept from the command line.
-  runs = sweep.expand(["ks:=1,4;8"], out_root="/o", binary="b")
-  assert [dict(r.params)["ks"] for r in runs] == ["1,4", "8"]
+    assert [r.name for r in runs] == [
+      "config.rr_max_tries-1-4",
+      "config.rr_max_tries-8",
+      "config.seed-3",
+    ]
+    assert dict(runs[0].flags) == {
+      "config.uniform_sizes": "10,100",
+      "config.float64": "true",
+      "config.rr_max_tries": "1,4",
+    }
+  # ':=' splits on ';' so that list-valued fields can be swept from the command line.
+  runs = sweep.expand(["config.ks:=1,4;8"], out_root="/o", binary="b")
+  assert [dict(r.params)["config.ks"] for r in runs] == ["1,4", "8"]
 
 
-def test_lm_binary_gets_workdir():
-  (run,) = sweep.expand(["config.seed=1"], out_root="/o", binary="experiments.lm.main")
+@pytest.mark.parametrize("binary", ["experiments.lm.main", "experiments.best_of_n", "my.binary"])
+def test_every_binary_gets_its_folder_as_workdir(binary):
+  (run,) = sweep.expand(["config.seed=1"], out_root="/o", binary=binary)
   assert run.args()[0] == "--workdir=/o/config.seed-1"
 
 
@@ -115,8 +129,12 @@ def test_expand_errors():
     sweep.expand(["seed=0"], out_root="/o")
   with pytest.raises(ValueError, match="flag=v1,v2"):
     sweep.expand(["seed"], out_root="/o", binary="b")
-  with pytest.raises(ValueError, match="out_dir"):
-    sweep.expand(["out_dir=a,b"], out_root="/o", binary="b")
+  # Both spellings of the output folder flag are the launcher's.
+  for flag in ("workdir", "out_dir"):
+    with pytest.raises(ValueError, match=f"--{flag} is set by the launcher"):
+      sweep.expand([f"{flag}=a,b"], out_root="/o", binary="b")
+    with pytest.raises(ValueError, match=f"--{flag} is set by the launcher"):
+      sweep.expand({"binary": "b", "fixed": {flag: "a"}, "grid": {"seed": [0]}}, out_root="/o")
   with pytest.raises(ValueError, match="same name"):
     sweep.expand({"binary": "b", "grids": [{"seed": [0]}, {"seed": [0]}]}, out_root="/o")
   long = sweep.expand([f"flag{i}=" + "x" * 30 for i in range(6)], out_root="/o", binary="b")
@@ -371,26 +389,26 @@ def test_a_live_run_is_never_started_twice(fake_binary, tmp_path):
 def test_local_runner_real_binary(tmp_path):
   """One real binary (best_of_n at a tiny size) through the runner (slow: ~15-40 s of JAX
   start-up and compilation; the fake binary above covers the same path)."""
-  runs = sweep.expand(["seed=0", "n_max=8"], out_root=str(tmp_path), binary="experiments.best_of_n")
-  runs = [
-    sweep.Run(
-      r.name,
-      r.binary,
-      r.flags
-      + (
-        ("num_n", "3"),
-        ("uniform_sizes", "4"),
-        ("dirichlet_alphas", "1.0"),
-        ("dirichlet_size", "5"),
-        ("cherry_size", "5"),
-        ("num_mc_draws", "4"),
-        ("num_thresholds", "2"),
-      ),
-      r.params,
-      r.out_dir,
-    )
-    for r in runs
-  ]
+  spec = {
+    "binary": "experiments.best_of_n",
+    # The config file comes first (fixed flags precede the grid's): its overrides follow.
+    "fixed": {
+      "config": "experiments/best_of_n/configs/default.py:smoke",
+      "config.num_n": 3,
+      "config.uniform_sizes": "4",
+      "config.dirichlet_alphas": "1.0",
+      "config.dirichlet_size": 5,
+      "config.cherry_size": 5,
+      "config.num_mc_draws": 4,
+      "config.num_thresholds": 2,
+      "config.proxy_arms": 8,
+      "config.proxy_n_max": 4,
+      "config.proxy_num_n": 2,
+      "config.proxy_mc_draws": 4,
+    },
+    "grid": {"config.seed": [0], "config.n_max": [8]},
+  }
+  runs = sweep.expand(spec, out_root=str(tmp_path))
   statuses = local.run_all(runs, progress=False)
   assert statuses[runs[0].name][0] == "ok", (tmp_path / runs[0].name / "log.txt").read_text()
   with open(tmp_path / runs[0].name / "results.csv") as f:
@@ -399,9 +417,13 @@ def test_local_runner_real_binary(tmp_path):
   assert count > 0
   with open(path) as f:
     header = next(csv.reader(f))
-  # best_of_n's own columns hold neither flag, so the sweep columns keep the flag names.
-  assert "seed" not in own_header and "n_max" not in own_header and "kl" in own_header
-  assert header == ["run", "seed", "n_max", *own_header]
+  # The sweep columns are named by the grid's config fields, which no column of best_of_n's
+  # own has; the run used them (config.json records every field).
+  assert "kl" in own_header and not {"config.seed", "config.n_max"} & set(own_header)
+  assert header == ["run", "config.seed", "config.n_max", *own_header]
+  with open(tmp_path / runs[0].name / "config.json") as f:
+    config = json.load(f)
+  assert (config["seed"], config["n_max"], config["num_n"], config["proxy_arms"]) == (0, 8, 3, 8)
 
 
 # ------------------------------------------------------------------------------
@@ -413,7 +435,7 @@ def test_distributed_wrapper_runs_module_unchanged(fake_binary, tmp_path):
   env = dict(os.environ, MAXK_DISTRIBUTED="0")
   out = tmp_path / "w"
   proc = subprocess.run(
-    [sys.executable, "-m", "launch.distributed", fake_binary, f"--out_dir={out}", "--seed=5"],
+    [sys.executable, "-m", "launch.distributed", fake_binary, f"--workdir={out}", "--seed=5"],
     cwd=_ROOT,
     env=env,
     capture_output=True,
@@ -422,15 +444,49 @@ def test_distributed_wrapper_runs_module_unchanged(fake_binary, tmp_path):
   )
   assert proc.returncode == 0, proc.stderr
   assert json.loads((out / "config.json").read_text())["seed"] == "5"
-  assert distributed.process_args(["--out_dir=/x", "--seed=1"], 0) == ["--out_dir=/x", "--seed=1"]
-  assert distributed.process_args(["--out_dir=/x", "--workdir=/w"], 2) == [
-    "--out_dir=/x/process_2",
-    "--workdir=/w",
-  ]
+
+
+@pytest.mark.parametrize(
+  "args, process_2",
+  [
+    (["--workdir=/x", "--config.seed=1"], ["--workdir=/x/process_2", "--config.seed=1"]),
+    (["--config.seed=1", "--out_dir=/x"], ["--config.seed=1", "--out_dir=/x/process_2"]),
+    (["--workdir", "/x", "--config.seed=1"], ["--workdir", "/x/process_2", "--config.seed=1"]),
+    (["-out_dir", "/x"], ["-out_dir", "/x/process_2"]),
+    (["-workdir=/x"], ["-workdir=/x/process_2"]),
+    # Only the output folder flag; nothing after "--", where absl stops parsing flags.
+    (["--workdir_old=/x", "--config=c.py", "--", "--workdir=/y"], None),
+    (["--workdir="], None),  # No folder: the binary refuses it on every process alike.
+  ],
+)
+def test_distributed_output_folder_per_process(args, process_2):
+  for binary in ("experiments.best_of_n", "experiments.bandit_variance", "my.binary"):
+    assert distributed.process_args(binary, args, 0) == args
+    assert distributed.process_args(binary, args, 2) == (process_2 or args)
+  # The LM's processes write one workdir together (its checkpoints): never rewritten.
+  for binary in ("experiments.lm", "experiments.lm.main"):
+    assert distributed.process_args(binary, args, 2) == args
+
+
+def test_distributed_wrapper_gives_other_processes_their_own_folder(
+  fake_binary, tmp_path, monkeypatch
+):
+  """The wrapper end to end as process 1 of a run (jax.distributed stubbed out)."""
+  import jax  # pylint: disable=g-import-not-at-top
+
+  monkeypatch.syspath_prepend(str(tmp_path))
+  monkeypatch.setattr(sys, "argv", list(sys.argv))
+  monkeypatch.setenv("MAXK_DISTRIBUTED", "1")
+  monkeypatch.setattr(distributed, "_initialized", True)  # initialize() returns at once.
+  monkeypatch.setattr(jax, "process_index", lambda: 1)
+  out = tmp_path / "w"
+  distributed.main(["distributed", fake_binary, f"--workdir={out}", "--seed=5"])
+  assert sorted(os.listdir(out)) == ["process_1"]
+  assert (out / "process_1" / "results.csv").exists()
 
 
 def test_slurm_script_content():
-  runs = sweep.expand(["seed=0,1,2"], out_root="/shared/out", binary="experiments.best_of_n")
+  runs = sweep.expand(["config.seed=0,1,2"], out_root="/shared/out", binary="experiments.best_of_n")
   script = slurm.make_script(
     runs,
     out_root="/shared/out",
@@ -461,8 +517,8 @@ def test_slurm_script_content():
   # One array entry per run, each wrapped in launch.distributed.
   for run in runs:
     assert (
-      f"'python -m launch.distributed experiments.best_of_n --out_dir={run.out_dir} "
-      f"--seed={dict(run.params)['seed']}'  # {run.name}" in script
+      f"'python -m launch.distributed experiments.best_of_n --workdir={run.out_dir} "
+      f"--config.seed={dict(run.params)['config.seed']}'  # {run.name}" in script
     )
   assert 'i="${SLURM_ARRAY_TASK_ID}"' in script
   # Finished runs of the same flags exit at once; tests/launch/sweep_test.py runs the guard.
@@ -520,7 +576,7 @@ def test_slurm_and_tpu_binaries_write_scripts(tmp_path):
 
 
 def test_tpu_script_content():
-  runs = sweep.expand(["seed=0,1"], out_root="/home/me/out", binary="experiments.lm.main")
+  runs = sweep.expand(["config.seed=0,1"], out_root="/home/me/out", binary="experiments.lm.main")
   script = tpu.make_script(
     runs,
     tpu_name="my-v4-16",
@@ -539,7 +595,7 @@ def test_tpu_script_content():
     assert "cd ~/maxk && source ~/maxk/.venv/bin/activate && export MAXK_DISTRIBUTED=1" in line
     assert (
       f"python -m launch.distributed experiments.lm.main --workdir={run.out_dir} "
-      f"--seed={dict(run.params)['seed']}"
+      f"--config.seed={dict(run.params)['config.seed']}"
     ) in line
     assert f"{run.out_dir}/results.csv" in line
   assert lines[-1] == (
@@ -571,7 +627,7 @@ def test_distributed_wrapper_initializes_jax_from_env(tmp_path, monkeypatch):
     PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
   )
   proc = subprocess.run(
-    [sys.executable, "-m", "launch.distributed", "jaxprobe.probe", "--out_dir=/x"],
+    [sys.executable, "-m", "launch.distributed", "jaxprobe.probe", "--workdir=/x"],
     cwd=_ROOT,
     env=env,
     capture_output=True,
@@ -579,4 +635,4 @@ def test_distributed_wrapper_initializes_jax_from_env(tmp_path, monkeypatch):
     timeout=WAIT_S,
   )
   assert proc.returncode == 0, proc.stderr
-  assert "PROBE 0 1 1 ['--out_dir=/x']" in proc.stdout
+  assert "PROBE 0 1 1 ['--workdir=/x']" in proc.stdout

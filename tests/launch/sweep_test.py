@@ -50,7 +50,7 @@ def test_guard_refuses_results_of_unknown_flags(tmp_path):
 
 
 def test_slurm_and_tpu_scripts_carry_each_runs_identity():
-  runs = sweep.expand(["seed=0,1"], out_root="/o", binary="experiments.best_of_n")
+  runs = sweep.expand(["config.seed=0,1"], out_root="/o", binary="experiments.best_of_n")
   script = slurm.make_script(runs, out_root="/o", repo_dir="/r")
   for run in runs:
     assert shlex.quote(sweep.identity(run)) in script
