@@ -3,8 +3,8 @@ r"""The LM study across seeds: one table set, intervals over seeds, verdicts, fi
 Usage, on the launcher's folder or on the committed copies of its runs
 (``experiments.lm.archive_runs``)::
 
-  python -m experiments.lm.study_summary --study_dir=out/lm_study --out_dir=out/lm_study/summary
-  python -m experiments.lm.study_summary --study_dir=docs/lm_study/runs --out_dir=docs/lm_study
+  python -m experiments.lm.study_summary --study_dir=out/lm_study --workdir=out/lm_study/summary
+  python -m experiments.lm.study_summary --study_dir=docs/lm_study/runs --workdir=docs/lm_study
 
 Each run folder of ``--study_dir`` (one task and one seed of
 ``experiments/lm/configs/study.py``) holds its per-prompt file ``prompts.csv``, its
@@ -57,8 +57,8 @@ verdict is ``exploratory, excludes 0`` or ``exploratory, includes 0`` (its inter
 ``exploratory, no interval`` with one seed), with no correction for the ~45
 comparisons per task and no claim about error rates.
 
-Outputs in ``--out_dir`` (no gathered ``prompts.csv``: the run folders hold theirs,
-and at 1024 binning samples it would be large):
+Outputs in ``--workdir`` (alias ``--out_dir``; no gathered ``prompts.csv``: the run
+folders hold theirs, and at 1024 binning samples it would be large):
 
 * ``results.csv``, ``bins.csv``, ``unsolved.csv``, ``paired.csv``: every run's
   table, recomputed, with a ``task`` column;
@@ -132,11 +132,11 @@ annealed run against the constant runs at its first and last k, and other
 off-policy weights against the usual ones (:func:`experiments.lm.study.methods.key_pairs`).
 The library behind this binary is :mod:`experiments.lm.study`.
 
-``--from_paired=PATH`` writes only ``contrasts.csv`` into ``--out_dir``, from a
+``--from_paired=PATH`` writes only ``contrasts.csv`` into ``--workdir``, from a
 study's gathered ``paired.csv`` (e.g. a committed one whose run folders are gone)::
 
   python -m experiments.lm.study_summary --from_paired=docs/lm_study_3seed/paired.csv \
-    --out_dir=/tmp/contrasts
+    --workdir=/tmp/contrasts
 """
 
 from __future__ import annotations
@@ -157,7 +157,9 @@ _STUDY_DIR = flags.DEFINE_string(
   "out/lm_study",
   "The study sweep's --out_root, or a folder of its archived runs (experiments.lm.archive_runs).",
 )
-_OUT_DIR = flags.DEFINE_string("out_dir", "out/lm_study/summary", "Where the summary goes.")
+_WORKDIR = flags.DEFINE_string("workdir", "out/lm_study/summary", "Where the summary goes.")
+# The output flag and its old name, as in every experiment binary (experiments/binary.py).
+flags.DEFINE_alias("out_dir", "workdir")
 _ALLOW_INCOMPLETE = flags.DEFINE_bool(
   "allow_incomplete",
   False,
@@ -168,7 +170,7 @@ _FROM_PAIRED = flags.DEFINE_string(
   "from_paired",
   None,
   "A study's gathered paired.csv (e.g. a committed docs/lm_study/paired.csv): write only "
-  "contrasts.csv into --out_dir from it, without the run folders (--study_dir unused).",
+  "contrasts.csv into --workdir from it, without the run folders (--study_dir unused).",
 )
 
 
@@ -183,7 +185,7 @@ def _check_inputs(values: dict[str, Any]) -> bool:
   return os.path.isdir(values["study_dir"])
 
 
-outputs.register_out_dir_validator("out_dir")
+outputs.register_out_dir_validator("workdir")
 
 
 def main(argv: Sequence[str]) -> None:
@@ -194,9 +196,9 @@ def main(argv: Sequence[str]) -> None:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   try:
     if _FROM_PAIRED.value is not None:
-      summary.contrasts_from_paired(_FROM_PAIRED.value, _OUT_DIR.value)
+      summary.contrasts_from_paired(_FROM_PAIRED.value, _WORKDIR.value)
     else:
-      summary.summarize(_STUDY_DIR.value, _OUT_DIR.value, allow_incomplete=_ALLOW_INCOMPLETE.value)
+      summary.summarize(_STUDY_DIR.value, _WORKDIR.value, allow_incomplete=_ALLOW_INCOMPLETE.value)
   except files.StudyError as e:
     raise SystemExit(f"experiments.lm.study_summary: {e}") from None
 

@@ -57,7 +57,7 @@ and its summary across seeds, recomputed from each run's per-problem file (it
 refuses an incomplete study unless ``--allow_incomplete``; see
 experiments/lm/study_summary.py)::
 
-  python -m experiments.lm.study_summary --study_dir=docs/lm_study/runs --out_dir=docs/lm_study
+  python -m experiments.lm.study_summary --study_dir=docs/lm_study/runs --workdir=docs/lm_study
 """
 
 import ml_collections

@@ -21,7 +21,7 @@ from experiments.lm.study import seeds as seeds_lib
 SCOPES = ("all", *reporting.BINS)
 
 
-# The gathered per-seed tables written to --out_dir (the runs hold their prompts.csv).
+# The gathered per-seed tables written to --workdir (the runs hold their prompts.csv).
 GATHERED = ("results.csv", "bins.csv", "unsolved.csv", "paired.csv")
 
 

@@ -82,7 +82,7 @@ def contrasts_from_paired(paired_csv: str, out_dir: str) -> list[dict[str, Any]]
   gathered ``paired.csv`` alone, e.g. a committed summary whose run folders are gone::
 
     python -m experiments.lm.study_summary --from_paired=docs/lm_study/paired.csv \\
-      --out_dir=docs/lm_study
+      --workdir=docs/lm_study
 
   paired.csv's ``diff_se`` is each seed's standard error over problems, as the
   full summary uses it. Returns the rows.

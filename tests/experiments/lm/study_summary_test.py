@@ -307,7 +307,7 @@ def test_contrasts_from_a_committed_paired_file(out, tmp_path):
   proc = binaries.run(
     "experiments.lm.study_summary",
     f"--from_paired={bad}",
-    f"--out_dir={tmp_path / 'c'}",
+    f"--workdir={tmp_path / 'c'}",
     check=False,
   )
   assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
@@ -637,24 +637,27 @@ def test_the_binary_refuses_with_one_line(study, tmp_path):
   proc = binaries.run(
     "experiments.lm.study_summary",
     f"--study_dir={study}",
-    f"--out_dir={tmp_path / 'o'}",
+    f"--workdir={tmp_path / 'o'}",
     check=False,
   )
   assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
   last = proc.stderr.strip().splitlines()[-1]
   assert last.startswith("experiments.lm.study_summary: ") and "'failed (1)'" in last, last
   assert not (tmp_path / "o").exists()
-  # Flags: an output folder that is a file, a study folder that does not exist.
+  # Flags: an output folder that is a file (either spelling: --out_dir sets --workdir), a
+  # study folder that does not exist.
   (tmp_path / "file").write_text("")
   errors = binaries.flag_errors(
     "experiments.lm.study_summary",
     [
+      [f"--study_dir={study}", f"--workdir={tmp_path / 'file'}"],
       [f"--study_dir={study}", f"--out_dir={tmp_path / 'file'}"],
       [f"--study_dir={tmp_path / 'no'}"],
     ],
   )
-  assert "--out_dir" in errors[0] and "not a folder" in errors[0]
-  assert "--study_dir" in errors[1] and "existing folder" in errors[1]
+  for error in errors[:2]:
+    assert "--workdir" in error and "not a folder" in error, error
+  assert "--study_dir" in errors[2] and "existing folder" in errors[2]
 
 
 def test_a_split_with_overlap_stops(study, tmp_path):
