@@ -5,7 +5,7 @@
 # 2401.01879), computed exactly with `maxk.bon_*`. Every cell calls the functions of the
 # study `experiments.best_of_n` (references, result rows, figures); the full study (more
 # references, rewind-and-repeat with a try limit, a summary) is
-# `python -m experiments.best_of_n --out_dir=...`.
+# `python -m experiments.best_of_n --workdir=...`.
 
 # %%
 # Setup (notebooks/preamble.py): makes `maxk` and `experiments` importable, runs JAX on the

@@ -14,7 +14,7 @@ from experiments.lm.study import runs as runs_lib
 # Files of a run folder besides config.json (experiments.lm.main's and launch.local's):
 # a folder holding one of them but no config.json is a damaged run, not another folder.
 # None of them is a file this summary writes, so a summary inside the study folder
-# (the default --out_dir) is not taken for a run.
+# (the default --workdir) is not taken for a run.
 RUN_FILES = (
   "steps.csv",
   "split.json",
