@@ -157,42 +157,79 @@ def run_objectives(
   for s, setting in progress(list(enumerate(settings))):
     if not hasattr(setting.policy, "rewards"):
       continue
-    cells = []
-    for k in ks:
-      ests: list[estimators_lib.Estimator] = []
-      exact: dict[str, np.ndarray] = {}
-      for objective in objectives:
-        weights = objective_weights(objective, k, top_m=top_m)
-        if weights is None:
-          continue
-        table = objective_rewards(objective, np.asarray(setting.policy.rewards), pass_threshold)
-        exact[objective] = exact_objective_gradient(setting.target, weights, table)
-        ests += estimators_for(objective)
-      if not ests:
-        continue
-      centers = np.stack([exact[e.objective] for e in ests])
-      for n in ns:
-        if k <= n:
-          key = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(base, s), k), n)
-          key = jax.random.fold_in(key, _KEY_TAG)
-          cells.append(Cell(n, k, key, tuple(ests), centers, top_m))
+    cells = [
+      cell
+      for k in ks
+      for cell in _setting_cells(
+        setting,
+        jax.random.fold_in(jax.random.fold_in(base, s), k),
+        k,
+        ns,
+        objectives=objectives,
+        top_m=top_m,
+        pass_threshold=pass_threshold,
+      )
+    ]
     if not cells:
       continue
     results = monte_carlo(
       setting, cells, num_replicates=num_replicates, pass_threshold=pass_threshold
     )
     for cell, (mean, var) in zip(cells, results):
-      for e, est in enumerate(cell.estimators):
-        row = variance.summarize(
-          policy=setting.name,
-          estimator=est,
-          n=cell.n,
-          k=cell.k,
-          shift=setting.shift,
-          mean=mean[e],
-          variance=var[e],
-          exact=cell.centers[e],
-          num_replicates=num_replicates,
-        )
-        rows.append({"policy": row.pop("policy"), "objective": est.objective, **row})
+      rows += _cell_rows(setting, cell, mean, var, num_replicates)
+  return rows
+
+
+def _setting_cells(
+  setting: Any,
+  key_k: jax.Array,
+  k: int,
+  ns: Sequence[int],
+  *,
+  objectives: Sequence[str],
+  top_m: int,
+  pass_threshold: float,
+) -> list[Cell]:
+  """The cells of one setting at one k: one per ``n >= k``, sharing the estimators of
+  every objective defined at k and their exact gradients; ``key_k`` is the setting's
+  key folded with k."""
+  ests: list[estimators_lib.Estimator] = []
+  exact: dict[str, np.ndarray] = {}
+  for objective in objectives:
+    weights = objective_weights(objective, k, top_m=top_m)
+    if weights is None:
+      continue
+    table = objective_rewards(objective, np.asarray(setting.policy.rewards), pass_threshold)
+    exact[objective] = exact_objective_gradient(setting.target, weights, table)
+    ests += estimators_for(objective)
+  if not ests:
+    return []
+  centers = np.stack([exact[e.objective] for e in ests])
+  return [
+    Cell(
+      n, k, jax.random.fold_in(jax.random.fold_in(key_k, n), _KEY_TAG), tuple(ests), centers, top_m
+    )
+    for n in ns
+    if k <= n
+  ]
+
+
+def _cell_rows(
+  setting: Any, cell: Cell, mean: np.ndarray, var: np.ndarray, num_replicates: int
+) -> list[dict[str, Any]]:
+  """One row per estimator of ``cell`` from its Monte Carlo means and variances."""
+  rows = []
+  for e, est in enumerate(cell.estimators):
+    row = variance.summarize(
+      policy=setting.name,
+      estimator=est,
+      n=cell.n,
+      k=cell.k,
+      shift=setting.shift,
+      mean=mean[e],
+      variance=var[e],
+      exact=cell.centers[e],
+      num_replicates=num_replicates,
+    )
+    rows.append({"policy": row.pop("policy"), "objective": est.objective, **row})
   return rows
