@@ -35,15 +35,6 @@ def try_lock(out_dir: str) -> int | None:
   return fd
 
 
-def is_locked(out_dir: str) -> bool:
-  """Whether a live run holds ``out_dir``'s lock."""
-  fd = try_lock(out_dir)
-  if fd is None:
-    return True
-  os.close(fd)
-  return False
-
-
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
   try:
     os.killpg(proc.pid, sig)

@@ -21,8 +21,6 @@ import nbformat
 NOTEBOOK_DIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(NOTEBOOK_DIR)
 _KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
-# Sources carry no notebook metadata, and cells keep only their caption.
-_JUPYTEXT = {"notebook_metadata_filter": "-all", "cell_metadata_filter": "caption,-all"}
 
 
 def notebook_paths() -> list[str]:
@@ -47,16 +45,6 @@ def read_source(path: str) -> nbformat.NotebookNode:
   nb = jupytext.read(path, fmt="py:percent")
   nb.metadata = {"kernelspec": dict(_KERNELSPEC), "language_info": {"name": "python"}}
   return nb
-
-
-def write_source(nb: nbformat.NotebookNode, path: str) -> None:
-  """Writes ``nb``'s cells as the percent-format source ``path`` (no outputs)."""
-  import jupytext  # pylint: disable=g-import-not-at-top
-
-  nb = nbformat.from_dict(nb)
-  nb.metadata = {"jupytext": dict(_JUPYTEXT)}
-  with open(path, "w") as f:
-    f.write(jupytext.writes(nb, fmt="py:percent"))
 
 
 # Per cell; a limit that only ends a hung kernel, never a slow but working machine.
