@@ -1,11 +1,12 @@
-r"""Executes the notebooks and collects their figures (the reproduction's notebooks stage).
+"""Executes the notebooks and collects their figures (the reproduction's notebooks stage).
 
 Usage:
-  python -m notebooks --out_dir=DIR [--notebooks=pkpo,lm]
+  python -m notebooks --workdir=DIR [--notebooks=pkpo,lm]
 
-Executes each ``notebooks/*.ipynb`` in a fresh kernel (``MAXK_SMOKE`` is passed
-through), saves the executed copies and every PNG output into ``DIR`` and lists the
-figures in ``DIR/results.csv`` (columns notebook, figure, caption).
+Executes each notebooks/*.ipynb in a fresh kernel (MAXK_SMOKE is passed through),
+saves the executed copies and every PNG output into DIR and lists the figures in
+DIR/results.csv (columns notebook, figure, caption). --out_dir is the old name of
+--workdir.
 """
 
 from collections.abc import Sequence
@@ -16,7 +17,8 @@ from absl import flags
 
 from notebooks import execute
 
-_OUT_DIR = flags.DEFINE_string("out_dir", None, "Folder for executed notebooks and figures.")
+_WORKDIR = flags.DEFINE_string("workdir", None, "Folder for executed notebooks and figures.")
+flags.DEFINE_alias("out_dir", "workdir")
 _NOTEBOOKS = flags.DEFINE_list("notebooks", [], "Notebook names to run (default: every one).")
 
 
@@ -25,7 +27,7 @@ def _validate_names(names: list[str]) -> bool:
   return set(names) <= known
 
 
-flags.mark_flag_as_required("out_dir")
+flags.mark_flag_as_required("workdir")
 flags.register_validator(
   "notebooks",
   _validate_names,
@@ -38,7 +40,7 @@ def main(argv: Sequence[str]) -> None:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   names = _NOTEBOOKS.value
   paths = [os.path.join(execute.NOTEBOOK_DIR, f"{name}.ipynb") for name in names] or None
-  execute.run_notebooks(_OUT_DIR.value, paths)
+  execute.run_notebooks(_WORKDIR.value, paths)
 
 
 if __name__ == "__main__":

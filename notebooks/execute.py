@@ -4,7 +4,7 @@ Each notebook ``notebooks/NAME.ipynb`` is generated from its jupytext percent-fo
 source ``notebooks/NAME.py`` (cells start at ``# %%`` lines; a figure's caption is the
 ``caption`` entry of its cell header, e.g. ``# %% caption="..."``).
 
-``python -m notebooks --out_dir=DIR`` runs ``run_notebooks`` as a binary.
+``python -m notebooks --workdir=DIR`` runs ``run_notebooks`` as a binary.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
   """The reproduction's stages in run order; ``smoke``: tiny sizes (seconds each)."""
 
   def binary(name: str, title: str, module: str, expected_s: int, *extra: str) -> Stage:
-    if module == "experiments.lm.main":  # The LM's sizes: configs/tiny.py, variant micro.
+    if module == "experiments.lm":  # The LM's sizes: configs/tiny.py, variant micro.
       config = "experiments/lm/configs/tiny.py" + (":micro" if smoke else "")
     else:
       config = f"{config_file(module)}:smoke" if smoke else config_file(module)
@@ -102,7 +102,7 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
     binary(
       "lm",
       "small-LM RL: pass@k after SFT and after RL with each estimator",
-      "experiments.lm.main",
+      "experiments.lm",
       90,
     ),
     Stage(
@@ -113,6 +113,7 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
       150,
       # The notebooks read their sizes from MAXK_SMOKE; it is always set, so that a
       # value exported in the caller's shell never changes a full run.
+      out_flag="workdir",
       env=(("MAXK_SMOKE", "1" if smoke else "0"),),
       smoke=smoke,
       inputs=(("MAXK_LM_RESULTS", "lm/results.csv"),),  # lm.ipynb plots this run's LM.

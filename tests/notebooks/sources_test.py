@@ -110,7 +110,7 @@ def test_extract_figures_names_and_captions_each_png(tmp_path):
 
 @pytest.mark.parametrize(
   "args, flag",
-  [(["--out_dir={out}", "--notebooks=pkpo,nope"], "--notebooks"), ([], "--out_dir")],
+  [(["--out_dir={out}", "--notebooks=pkpo,nope"], "--notebooks"), ([], "--workdir")],
 )
 def test_binary_rejects_bad_flags(args, flag, tmp_path):
   out = tmp_path / "out"

@@ -14,7 +14,7 @@ def test_stage_commands():
   assert full["lm"].command("/w") == [
     sys.executable,
     "-m",
-    "experiments.lm.main",
+    "experiments.lm",
     "--workdir=/w",
     "--config=experiments/lm/configs/tiny.py",
     "--config.seed=3",
@@ -32,16 +32,16 @@ def test_stage_commands():
     assert smoke[name].flags == (f"--config={config}:smoke", "--config.seed=0")
     assert os.path.isfile(os.path.join(REPO_ROOT, config))
   assert smoke["lm"].flags == ("--config=experiments/lm/configs/tiny.py:micro", "--config.seed=0")
-  assert full["notebooks"].command("/o")[1:] == ["-m", "notebooks", "--out_dir=/o"]
+  assert full["notebooks"].command("/o")[1:] == ["-m", "notebooks", "--workdir=/o"]
 
 
 def test_smoke_and_full_notebooks_are_different_stages(tmp_path):
-  # Both run `python -m notebooks --out_dir=DIR`: the sizes come from MAXK_SMOKE.
+  # Both run `python -m notebooks --workdir=DIR`: the sizes come from MAXK_SMOKE.
   smoke = next(s for s in stages_lib.stages(seed=0, smoke=True) if s.name == "notebooks")
   full = next(s for s in stages_lib.stages(seed=0, smoke=False) if s.name == "notebooks")
   assert smoke.command("/o") == full.command("/o")
-  assert smoke.shown_command("notebooks") == "MAXK_SMOKE=1 python -m notebooks --out_dir=notebooks"
-  assert full.shown_command("notebooks") == "MAXK_SMOKE=0 python -m notebooks --out_dir=notebooks"
+  assert smoke.shown_command("notebooks") == "MAXK_SMOKE=1 python -m notebooks --workdir=notebooks"
+  assert full.shown_command("notebooks") == "MAXK_SMOKE=0 python -m notebooks --workdir=notebooks"
   assert smoke.smoke and not full.smoke
   env = {"JAX_PLATFORMS": "cpu"}
   assert runner.identity(smoke, str(tmp_path), env) != runner.identity(full, str(tmp_path), env)
