@@ -30,5 +30,5 @@ def test_report_covers_the_registry():
 def test_binary_runs_and_refuses_a_bad_k():
   proc = binaries.run("experiments.demo", "--k=3")
   assert "maxrl/maxrl_no_cv" in proc.stdout and "top_m/loo_centered" in proc.stdout
-  errors = binaries.flag_errors("experiments.demo", [["--k=1"], ["--k=9"], ["--k=8"]])
+  errors = binaries.flag_errors("experiments.demo.__main__", [["--k=1"], ["--k=9"], ["--k=8"]])
   assert "--k" in errors[0] and "--k" in errors[1] and errors[2] is None

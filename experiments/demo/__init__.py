@@ -1,25 +1,20 @@
 """Prints every registered estimator on a small example batch.
 
-Run as ``python -m experiments.demo``. A quick way to see the transforms side by
-side: two prompts with n = 8 samples each (a continuous-reward prompt and a binary
-one), k = 4. Every entry of :mod:`experiments.estimators` is printed, for max@k and
-the rank objectives (top-m, min@k, MaxRL), with when it is unbiased.
+Run as ``python -m experiments.demo [--k=4] [--seed=0]`` (``__main__`` holds the
+flags). A quick way to see the transforms side by side: two prompts with n = 8
+samples each (a continuous-reward prompt and a binary one), k = 4. Every entry of
+:mod:`experiments.estimators` is printed, for max@k and the rank objectives (top-m,
+min@k, MaxRL), with when it is unbiased.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from absl import app
-from absl import flags
 import jax
 import numpy as np
 
 from experiments import estimators as estimators_lib
 import maxk
 
-_K = flags.DEFINE_integer("k", 4, "k of max@k / pass@k.", lower_bound=2, upper_bound=8)
-_SEED = flags.DEFINE_integer("seed", 0, "Seed for the example rewards and log-ratios.")
 _PASS_THRESHOLD = 0.5
 _TOP_M = 2
 
@@ -65,13 +60,3 @@ def report(k: int, seed: int) -> str:
       header += f" ({', '.join(notes)})"
     lines.append(f"\n{header}\n{np.asarray(a)}")
   return "\n".join(lines)
-
-
-def main(argv: Sequence[str]) -> None:
-  del argv
-  np.set_printoptions(precision=4, suppress=True, linewidth=120)
-  print(report(_K.value, _SEED.value))
-
-
-if __name__ == "__main__":
-  app.run(main)
