@@ -133,7 +133,10 @@ def study_warm_start_figure(
   """The warm-start curve of one task: held-out pass@1 against the SFT step, one thin
   line per seed (``warm``: seed -> ``[E, 2]`` rows (step, pass@1)) and their mean at
   the steps every seed evaluated (bold), with the ``target`` range shaded."""
-  fig, axes = plot_style.figure(1, 1)
+  # Its legend sits inside the panel, so the saved PNG is the panel cropped to its
+  # content: drawn at the multi-panel width to stay >= 900 px wide.
+  size = (plot_style.MIN_MULTI_WIDTH, plot_style.PANEL[1] + 0.6)
+  fig, axes = plot_style.figure(1, 1, figsize=size)
   ax = axes[0, 0]
   ax.axhspan(*target, color="#2ca02c", alpha=0.12, linewidth=0, label=f"target {list(target)}")
   for _, curve in sorted(warm.items()):

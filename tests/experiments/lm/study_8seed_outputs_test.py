@@ -205,3 +205,14 @@ def test_annealed_and_constant_k_train_alike_up_to_the_switch():
     a, b = curves.values()
     assert all(a[s] == b[s] for s in range(1, 61)), path
     assert any(a[s] != b[s] for s in a if s > 61), path
+
+
+@pytest.mark.parametrize("folder", ["lm_study", "lm_study_3seed"])
+def test_every_committed_figure_is_at_least_900_px_wide(folder):
+  paths = sorted(glob.glob(os.path.join(_ROOT, "docs", folder, "*.png")))
+  assert paths
+  for path in paths:
+    with open(path, "rb") as f:
+      header = f.read(24)
+    assert header[:8] == b"\x89PNG\r\n\x1a\n", path
+    assert int.from_bytes(header[16:20], "big") >= 900, path
