@@ -1,123 +1,123 @@
 r"""The LM study across seeds: one table set, intervals over seeds, verdicts, figures.
 
 Usage, on the launcher's folder or on the committed copies of its runs
-(``experiments.lm.archive_runs``)::
+(experiments.lm.archive_runs):
 
   python -m experiments.lm.study_summary --study_dir=out/lm_study --workdir=out/lm_study/summary
   python -m experiments.lm.study_summary --study_dir=docs/lm_study/runs --workdir=docs/lm_study
 
-Each run folder of ``--study_dir`` (one task and one seed of
-``experiments/lm/configs/study.py``) holds its per-prompt file ``prompts.csv``, its
-training curves ``steps.csv`` and its ``split.json``; nothing else is needed (no
-``metrics.jsonl``, no checkpoints). Every evaluation number written here is
-recomputed from the per-prompt counts and rewards by :mod:`experiments.lm.reporting`
-and checked against the run's own ``results.csv`` and ``reward_hist.csv`` (a folder
+Each run folder of --study_dir (one task and one seed of
+experiments/lm/configs/study.py) holds its per-prompt file prompts.csv, its
+training curves steps.csv and its split.json; nothing else is needed (no
+metrics.jsonl, no checkpoints). Every evaluation number written here is
+recomputed from the per-prompt counts and rewards by experiments.lm.reporting
+and checked against the run's own results.csv and reward_hist.csv (a folder
 whose files disagree, e.g. written by other code, stops the summary).
 
 The summary covers the whole study or stops (one line naming the file or run, exit
-code 1, nothing written). The study is its design, ``TASKS`` x ``SEEDS`` of
-``configs/study.py``, and it is complete when every one of these runs is present and
-finished (``prompts.csv`` and ``results.csv``, and status ``ok`` where
-``launch.local`` recorded one); also every run that launch.local's ``runs.json``
+code 1, nothing written). The study is its design, TASKS x SEEDS of
+configs/study.py, and it is complete when every one of these runs is present and
+finished (prompts.csv and results.csv, and status ok where
+launch.local recorded one); also every run that launch.local's runs.json
 lists; no run of a task or seed outside the design, no folder with a run's files but
-no ``config.json``; and every file readable and well formed (``steps.csv``: numbers
+no config.json; and every file readable and well formed (steps.csv: numbers
 where numbers belong, every RL row complete, no repeated step, the RL runs of its
-``prompts.csv``, the same number of RL steps in every seed of a task).
-``--allow_incomplete`` summarises the finished runs of an incomplete study instead;
+prompts.csv, the same number of RL steps in every seed of a task).
+--allow_incomplete summarises the finished runs of an incomplete study instead;
 its README then names every missing run before anything else. The title names the
 method families and counts the tasks and seeds summarised.
 
 Two kinds of interval, because the seeds of the study differ in everything: each
 seed draws its own evaluation problems, warm start, training problems and samples.
 
-* **Per seed, over prompts** (the runs' own files, gathered here with a ``task``
+* **Per seed, over prompts** (the runs' own files, gathered here with a task
   column): the 95% normal interval of the mean over that seed's problems. It
   covers the choice of problems and the sampling noise of the evaluation, not the
   randomness of training.
 * **Across seeds**: the mean of the per-seed estimates with a 95% interval over the
   S seeds (S − 1 degrees of freedom), which covers the whole pipeline, training
   included. For a difference between two methods paired within seeds with a
-  within-seed standard error (``contrasts.csv``, ``paired_summary.csv``,
-  ``unsolved_summary.csv``) it is the *floored* Student-t interval of
-  :func:`experiments.lm.contrasts.floored_interval`: the between-seed variance is
+  within-seed standard error (contrasts.csv, paired_summary.csv,
+  unsolved_summary.csv) it is the *floored* Student-t interval of
+  experiments.lm.contrasts.floored_interval: the between-seed variance is
   floored at the within-seed one (the mean of the seeds' squared standard errors
   over problems), since with 3-8 seeds the sample variance of a few differences that
   happen to agree can be far below the evaluation noise it must include. Everything
-  else (a method's pass@k or max@k in ``summary.csv``; the training quantities of
-  ``dynamics.csv`` and ``solved_training.csv``, which have no within-seed standard
+  else (a method's pass@k or max@k in summary.csv; the training quantities of
+  dynamics.csv and solved_training.csv, which have no within-seed standard
   error) gets the plain Student-t interval. Intervals of quantities in [0, 1] are
   intersected with [0, 1] (differences with [-1, 1]; counts with [0, inf)).
 
-Verdicts. The comparisons ``CONTRASTS`` of ``experiments/lm/configs/study.py`` are
+Verdicts. The comparisons CONTRASTS of experiments/lm/configs/study.py are
 declared in advance and applied to every task; the family of Holm's correction is
 all of them over all tasks (the conservative choice, and what a reviewer counts). A
-declared contrast is ``significant`` when its Holm-adjusted p-value is below 0.05
-and ``not significant`` otherwise. Every other number is exploratory; a difference's
-verdict is ``exploratory, excludes 0`` or ``exploratory, includes 0`` (its interval;
-``exploratory, no interval`` with one seed), with no correction for the ~45
+declared contrast is significant when its Holm-adjusted p-value is below 0.05
+and not significant otherwise. Every other number is exploratory; a difference's
+verdict is exploratory, excludes 0 or exploratory, includes 0 (its interval;
+exploratory, no interval with one seed), with no correction for the ~45
 comparisons per task and no claim about error rates.
 
-Outputs in ``--workdir`` (alias ``--out_dir``; no gathered ``prompts.csv``: the run
+Outputs in --workdir (alias --out_dir; no gathered prompts.csv: the run
 folders hold theirs, and at 1024 binning samples it would be large):
 
-* ``results.csv``, ``bins.csv``, ``unsolved.csv``, ``paired.csv``: every run's
-  table, recomputed, with a ``task`` column;
-* ``summary.csv``: per task, method, scope (``all`` problems or one base-difficulty
-  bin) and k = 1..n, the per-seed pass@k and max@k (``*_seeds``, space-separated, in
+* results.csv, bins.csv, unsolved.csv, paired.csv: every run's
+  table, recomputed, with a task column;
+* summary.csv: per task, method, scope (all problems or one base-difficulty
+  bin) and k = 1..n, the per-seed pass@k and max@k (*_seeds, space-separated, in
   seed order) and their mean with the t-interval over seeds;
-* ``contrasts.csv``: per task and declared contrast, a row with the question, the
-  runs a and b, ``measure`` (pass or max) and ``k`` (resolved), the per-seed
-  differences and standard errors (``diff_seeds``, ``se_seeds``), the mean ``diff``
-  with the floored interval (``lo``, ``hi``), its uncorrected ``p_value``, ``floored``
-  (whether the floor decided), the plain t-interval (``t_lo``, ``t_hi``) for
-  comparison, ``p_holm`` and the ``verdict``;
-* ``paired_summary.csv``: per task, pair of runs, metric and k, the per-seed
+* contrasts.csv: per task and declared contrast, a row with the question, the
+  runs a and b, measure (pass or max) and k (resolved), the per-seed
+  differences and standard errors (diff_seeds, se_seeds), the mean diff
+  with the floored interval (lo, hi), its uncorrected p_value, floored
+  (whether the floor decided), the plain t-interval (t_lo, t_hi) for
+  comparison, p_holm and the verdict;
+* paired_summary.csv: per task, pair of runs, metric and k, the per-seed
   differences with their intervals and standard errors, the mean with the floored
-  interval and ``p_value``, and the verdict (exploratory, or a declared contrast's,
-  with its ``question`` and ``p_holm``);
-* ``unsolved_summary.csv``: per task and method, the base-unsolved problems (no
-  correct sample among the base model's ``bin_n`` binning samples, 1024 in the
+  interval and p_value, and the verdict (exploratory, or a declared contrast's,
+  with its question and p_holm);
+* unsolved_summary.csv: per task and method, the base-unsolved problems (no
+  correct sample among the base model's bin_n binning samples, 1024 in the
   study) solved, pooled over seeds (Wilson's interval; each seed's problems are
   distinct), and the paired difference to the base model's fresh evaluation, across
   seeds with the floored interval and an exploratory verdict;
-* ``dynamics.csv`` (from ``steps.csv``; exploratory): one row per task, run and
-  ``quantity``, with ``value_seeds`` (per seed), ``mean`` and the t-interval ``lo``,
-  ``hi``, and ``step_seeds`` (each seed's last step). Per RL run:
-  ``clip_frac_median`` (median over RL steps of the share of samples clipped at the
-  last inner epoch), ``grad_clipped_share`` (share of RL steps whose gradient was
-  clipped), ``grad_norm_median``, ``kl_to_warm_start_final`` and ``entropy_final``
-  (at the last RL step), ``ess_frac_mean`` (mean over RL steps of the effective
-  sample size over n) and ``solved_cumulative_final``; per task one row
-  ``rl_run = warm_start``, ``warm_pass_at_1_final``: the warm start's last held-out
+* dynamics.csv (from steps.csv; exploratory): one row per task, run and
+  quantity, with value_seeds (per seed), mean and the t-interval lo,
+  hi, and step_seeds (each seed's last step). Per RL run:
+  clip_frac_median (median over RL steps of the share of samples clipped at the
+  last inner epoch), grad_clipped_share (share of RL steps whose gradient was
+  clipped), grad_norm_median, kl_to_warm_start_final and entropy_final
+  (at the last RL step), ess_frac_mean (mean over RL steps of the effective
+  sample size over n) and solved_cumulative_final; per task one row
+  rl_run = warm_start, warm_pass_at_1_final: the warm start's last held-out
   pass@1 of the SFT curve, which the study's SFT steps aim to put in [0.1, 0.3];
-* ``crossings.csv`` (exploratory): per task, metric (``pass_at_k``, ``max_at_k``) and
-  RL run, ``crossing_k``: the smallest k in 1..n where the run's mean over seeds
-  falls below the base model's (``none`` if it never does), and
-  ``crossing_k_seeds``, the same on each seed's own curves;
-* ``solved_training.csv`` (exploratory; PKPO's measure of solving harder problems,
+* crossings.csv (exploratory): per task, metric (pass_at_k, max_at_k) and
+  RL run, crossing_k: the smallest k in 1..n where the run's mean over seeds
+  falls below the base model's (none if it never does), and
+  crossing_k_seeds, the same on each seed's own curves;
+* solved_training.csv (exploratory; PKPO's measure of solving harder problems,
   on training problems): per task and RL run, the distinct training problems with a
   correct sample in some RL step by the last (per seed, mean, t-interval), and the
   difference to GRPO within each seed (its runs share the training prompts; mean,
   plain t-interval, verdict);
-* ``reward_hist.csv``: per task, evaluation and reward bin
-  (:data:`experiments.lm.reporting.REWARD_BINS`), the samples' count summed over
-  seeds, its ``fraction`` of all samples, and each seed's fraction;
-* ``splits.csv``: per run, the held-out split (``split.json``): evaluation problems,
-  distinct training problems, ``overlap`` (0; anything else stops the summary), and
-  ``near_eval_problems``, ``near_eval_share``, ``near_definition`` (held-out problems
+* reward_hist.csv: per task, evaluation and reward bin
+  (experiments.lm.reporting.REWARD_BINS), the samples' count summed over
+  seeds, its fraction of all samples, and each seed's fraction;
+* splits.csv: per run, the held-out split (split.json): evaluation problems,
+  distinct training problems, overlap (0; anything else stops the summary), and
+  near_eval_problems, near_eval_share, near_definition (held-out problems
   with a close training problem; empty where a split.json predates them);
-* figures per task: ``pass_at_k_<task>.png`` (pass@k and max@k for k = 1..n, log x,
-  mean over seeds with the t-interval band), ``bins_<task>.png``,
-  ``contrasts_<task>.png`` (the key differences, per seed and across seeds, floored
-  interval coloured by verdict), ``training_<task>.png`` (reward, entropy, KL to the
+* figures per task: pass_at_k_<task>.png (pass@k and max@k for k = 1..n, log x,
+  mean over seeds with the t-interval band), bins_<task>.png,
+  contrasts_<task>.png (the key differences, per seed and across seeds, floored
+  interval coloured by verdict), training_<task>.png (reward, entropy, KL to the
   warm start and clip fraction against the RL step: mean over seeds with the
-  pointwise 95% t-interval over seeds as band), ``warm_start_<task>.png`` (held-out
+  pointwise 95% t-interval over seeds as band), warm_start_<task>.png (held-out
   pass@1 against the SFT step, each seed and their mean, the target range shaded),
-  ``rewards_<task>.png`` (reward histograms per method, log scale). Each run keeps
+  rewards_<task>.png (reward histograms per method, log scale). Each run keeps
   one label and colour in every panel and figure; where two runs train identically
   up to a step by construction (an annealed k schedule and the constant run at its
   first k), the training figure marks the step and says so;
-* ``README.md``: in this order the runs (minutes each), the declared contrasts
+* README.md: in this order the runs (minutes each), the declared contrasts
   (uncorrected and Holm p), the warm start (last pass@1 per seed and how many lie in
   [0.1, 0.3]), training dynamics, pass@k / max@k at k = 1, 4, 16, n, crossings, each
   method at its own k_opt against base and GRPO, base-unsolved problems, PKPO's
@@ -129,11 +129,11 @@ The runs are read from the runs' own records (method and k schedule), not from
 their names: the key differences are the declared contrasts' pairs, then every RL
 run against the base model and GRPO, each max@k run against the smallest k_opt, an
 annealed run against the constant runs at its first and last k, and other
-off-policy weights against the usual ones (:func:`experiments.lm.study.methods.key_pairs`).
-The library behind this binary is :mod:`experiments.lm.study`.
+off-policy weights against the usual ones (experiments.lm.study.methods.key_pairs).
+The library behind this binary is experiments.lm.study.
 
-``--from_paired=PATH`` writes only ``contrasts.csv`` into ``--workdir``, from a
-study's gathered ``paired.csv`` (e.g. a committed one whose run folders are gone)::
+--from_paired=PATH writes only contrasts.csv into --workdir, from a
+study's gathered paired.csv (e.g. a committed one whose run folders are gone)::
 
   python -m experiments.lm.study_summary --from_paired=docs/lm_study_3seed/paired.csv \
     --workdir=/tmp/contrasts

@@ -1,0 +1,47 @@
+"""``python -m BINARY --help`` shows plain text: its usage and its own flags, no Sphinx
+markup (absl prints the started module's docstring verbatim)."""
+
+import os
+import subprocess
+import sys
+
+from tests import REPO_ROOT
+from tests import WAIT_S
+
+# Each binary and an output flag its help must list (None: it writes no folder).
+_BINARIES = {
+  "experiments.lm": "--workdir",
+  "experiments.lm.main": "--workdir",
+  "experiments.bandit_variance": "--workdir",
+  "experiments.bandit_training": "--workdir",
+  "experiments.best_of_n": "--workdir",
+  "experiments.reproduce": "--workdir",
+  "experiments.lm.study_summary": "--workdir",
+  "experiments.demo": None,
+  "notebooks": "--workdir",
+}
+_MARKUP = ("``", ":mod:", ":func:", ":class:", ":data:", ":meth:")
+
+
+def test_every_binary_help_is_plain_text_with_its_flags():
+  env = {**os.environ, "PYTHONPATH": REPO_ROOT, "JAX_PLATFORMS": "cpu"}
+  procs = {
+    module: subprocess.Popen(
+      [sys.executable, "-m", module, "--help"],
+      cwd=REPO_ROOT,
+      env=env,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT,
+      text=True,
+    )
+    for module in _BINARIES
+  }
+  for module, proc in procs.items():
+    out, _ = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode in (0, 1), (module, out)  # absl's --help exits with 1.
+    assert "python -m " in out, module  # Its usage.
+    for markup in _MARKUP:
+      assert markup not in out, (module, markup)
+    flag = _BINARIES[module]
+    if flag is not None:
+      assert f"  {flag}" in out, (module, out)
