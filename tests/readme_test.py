@@ -59,3 +59,13 @@ def test_ci_runs_readme_test_command():
   assert test_command in ci
   install = test_line.split("&&")[-2].strip()
   assert install in ci
+
+
+def test_reproduction_time_is_the_sum_of_the_stage_estimates():
+  from experiments.reproduce import stages as stages_lib  # pylint: disable=g-import-not-at-top
+
+  first = next(line for line in _readme().splitlines() if "experiments.reproduce" in line)
+  minutes = re.search(r"~(\d+(?:\.\d+)?) min on 2 CPU cores", _readme()).group(1)
+  assert "out/reproduce" in first
+  total_s = sum(s.expected_s for s in stages_lib.stages(seed=0, smoke=False))
+  assert float(minutes) == round(total_s / 60)
