@@ -1,22 +1,12 @@
-r"""Bias and variance of every max@k gradient estimator on toy bandits (PKPO Fig. 4).
-
-Usage:
-  python -m experiments.bandit_variance --workdir=/tmp/bandit_variance
-  python -m experiments.bandit_variance --workdir=/tmp/bandit_variance \
-      --config.num_replicates=10000 --config.policies=categorical
-  python -m experiments.bandit_variance --workdir=/tmp/bandit_variance_smoke \
-      --config=experiments/bandit_variance/configs/default.py:smoke
-
-The config (--config, default experiments/bandit_variance/configs/default.py) holds
-every setting; --config.FIELD=VALUE overrides one. Writes results.csv,
-variance_check.csv, config.json and the figures into --workdir (alias --out_dir).
-"""
+"""python -m experiments.bandit_variance: main.py's binary; its docstring is the --help text."""
 
 from absl import app
 from absl import flags
 
 from experiments import binary
 from experiments.bandit_variance import main
+
+__doc__ = main.__doc__  # absl's --help prints the started module's docstring.
 
 # --help lists the flags main.py defines (through experiments.binary).
 flags.adopt_module_key_flags(binary)

@@ -1,27 +1,10 @@
-r"""Small-LM RL with pass@k / max@k estimators: warm start, then RL, on verifiable tasks.
-
-Usage (python -m experiments.lm.main is the same binary):
-  python -m experiments.lm --config=experiments/lm/configs/tiny.py --workdir=/tmp/lm
-  python -m experiments.lm --config=experiments/lm/configs/default.py \
-      --config.rl.runs=max_at_k@1,max_at_k@8,grpo --workdir=/tmp/lm_default
-  python -m experiments.lm --config=experiments/lm/configs/study.py:program \
-      --config.seed=1 --workdir=/tmp/lm_study_program_1
-  python -m experiments.lm --config=experiments/lm/configs/default.py \
-      --config.rl.inner_epochs=4 --workdir=/tmp/lm_off_policy \
-      --config.rl.runs=max_at_k@4/exact,max_at_k@4/first_order,max_at_k@4/ppo_clip
-
-Running the same command again resumes from the last checkpoint in
-WORKDIR/checkpoints (see experiments/lm/checkpointing.py). A workdir belongs to
-the config it was started with: a rerun with any config field changed stops with
-the fields that differ, and a second run on a workdir in use stops at once (see
-experiments/lm/workdir.py). A bad config value stops the run, naming the field,
-before anything is written; so does a --workdir that is empty, a file, below a
-file or not writable (see experiments/outputs.py).
-"""
+"""python -m experiments.lm: main.py's binary; its docstring is the --help text."""
 
 from absl import flags
 
 from experiments.lm import main
+
+__doc__ = main.__doc__  # absl's --help prints the started module's docstring.
 
 # --help lists the flags main.py defines.
 flags.adopt_module_key_flags(main)
