@@ -22,6 +22,8 @@ from experiments import outputs
 from experiments.lm import components as components_lib
 from experiments.lm import dynamics
 from experiments.lm import plotting
+from experiments.lm import prompt_records
+from experiments.lm import report_rows
 from experiments.lm import reporting
 
 STEPS_FILE = "steps.csv"  # The per-step training curves (see dynamics).
@@ -36,10 +38,10 @@ def write(
 
   Raises:
     workdir.WorkdirError: if ``records`` lack the base evaluation, a run's last one,
-      or their per-prompt data (``reporting.final_evaluations``).
+      or their per-prompt data (``prompt_records.final_evaluations``).
   """
   c, task = parts.config, parts.task
-  evals, bin_correct = reporting.final_evaluations(
+  evals, bin_correct = prompt_records.final_evaluations(
     records, c.eval.n, {r.name: r.k_label for r in parts.runs}
   )
   tables = reporting.write_reports(
@@ -51,7 +53,7 @@ def write(
     keys=[task.key_text(int(k)) for k in parts.eval_set.keys],
     bin_n=c.eval.bin_n or c.eval.n,
   )
-  histogram = reporting.reward_histogram_rows(evals, c.seed)
+  histogram = report_rows.reward_histogram_rows(evals, c.seed)
   outputs.write_results_csv(workdir, histogram, filename=REWARD_HIST_FILE)
   outputs.write_results_csv(workdir, dynamics.step_rows(records), filename=STEPS_FILE)
   rows: list[dict[str, Any]] = tables["results.csv"]

@@ -2,7 +2,7 @@
 
 The tables are computed in ``report_rows`` (from the :class:`prompt_records.Evaluation`
 records of ``prompt_records``, with the intervals of ``intervals``) and written as CSV
-files here by :func:`write_reports`; their names stay importable from this module.
+files here by :func:`write_reports`.
 
 Inputs, from ``metrics.jsonl``: the final evaluation of the base model (after SFT)
 and of each RL run, each with per-prompt data, and the base model's *binning*
@@ -37,35 +37,10 @@ from typing import Any
 import numpy as np
 
 from experiments import outputs
-from experiments.lm import intervals
 from experiments.lm import prompt_records
 from experiments.lm import report_rows
 
 FILES = ("results.csv", "prompts.csv", "bins.csv", "unsolved.csv", "paired.csv")
-
-# The report's names, used by the trainer, the study summary and their tests.
-CONFIDENCE = intervals.CONFIDENCE
-wilson_interval = intervals.wilson_interval
-_paired = intervals.paired_interval  # As paired.csv computes diff and diff_se.
-encode_rewards = prompt_records.encode_rewards
-decode_rewards = prompt_records.decode_rewards
-prompt_fields = prompt_records.prompt_fields
-Evaluation = prompt_records.Evaluation
-final_evaluations = prompt_records.final_evaluations
-BINS = report_rows.BINS
-HARD_MAX = report_rows.HARD_MAX
-MEDIUM_MAX = report_rows.MEDIUM_MAX
-REWARD_BINS = report_rows.REWARD_BINS
-difficulty_bins = report_rows.difficulty_bins
-per_prompt_estimates = report_rows.per_prompt_estimates
-result_rows = report_rows.result_rows
-prompt_rows = report_rows.prompt_rows
-bin_rows = report_rows.bin_rows
-unsolved_rows = report_rows.unsolved_rows
-paired_ks = report_rows.paired_ks
-paired_rows = report_rows.paired_rows
-reward_histogram_rows = report_rows.reward_histogram_rows
-report_tables = report_rows.report_tables
 
 
 def write_reports(

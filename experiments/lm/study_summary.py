@@ -100,7 +100,7 @@ folders hold theirs, and at 1024 binning samples it would be large):
   difference to GRPO within each seed (its runs share the training prompts; mean,
   plain t-interval, verdict);
 * reward_hist.csv: per task, evaluation and reward bin
-  (experiments.lm.reporting.REWARD_BINS), the samples' count summed over
+  (experiments.lm.report_rows.REWARD_BINS), the samples' count summed over
   seeds, its fraction of all samples, and each seed's fraction;
 * splits.csv: per run, the held-out split (split.json): evaluation problems,
   distinct training problems, overlap (0; anything else stops the summary), and

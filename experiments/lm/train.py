@@ -54,7 +54,7 @@ from experiments.lm import evaluation
 from experiments.lm import final_outputs
 from experiments.lm import log_schedule
 from experiments.lm import parallel
-from experiments.lm import reporting
+from experiments.lm import prompt_records
 from experiments.lm import rl
 from experiments.lm import rl_step
 from experiments.lm import runs as runs_lib
@@ -237,8 +237,8 @@ class Experiment:
         "step": self.config.sft.steps,
         "method": "base",
         **_eval_fields(metrics),
-        **reporting.prompt_fields(rewards),
-        "bin_correct": reporting.prompt_fields(bin_rewards)["eval_correct"],
+        **prompt_records.prompt_fields(rewards),
+        "bin_correct": prompt_records.prompt_fields(bin_rewards)["eval_correct"],
         "bin_n": bin_n,
       }
     )
@@ -293,7 +293,7 @@ class Experiment:
         eval_metrics, eval_rewards = self.evaluate(params, step)
         record.update(_eval_fields(eval_metrics))
         if step == c.steps:  # The final evaluation: per-prompt data for reporting.
-          record.update(reporting.prompt_fields(eval_rewards))
+          record.update(prompt_records.prompt_fields(eval_rewards))
       if log_schedule.rl_logged(self.config, step):
         self.log.append(record)
         solved = set()

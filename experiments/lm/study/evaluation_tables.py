@@ -12,13 +12,14 @@ import os
 from typing import Any
 
 from experiments.lm import contrasts
-from experiments.lm import reporting
+from experiments.lm import intervals
+from experiments.lm import report_rows
 from experiments.lm.configs import study as study_config
 from experiments.lm.study import files
 from experiments.lm.study import runs as runs_lib
 from experiments.lm.study import seeds as seeds_lib
 
-SCOPES = ("all", *reporting.BINS)
+SCOPES = ("all", *report_rows.BINS)
 
 
 # The gathered per-seed tables written to --workdir (the runs hold their prompts.csv).
@@ -31,7 +32,7 @@ def per_seed_tables(runs: Sequence[runs_lib.Run]) -> dict[str, list[dict[str, An
   tables: dict[str, list[dict[str, Any]]] = {name: [] for name in GATHERED}
   tables["reward_hist_seeds"] = []
   for run in runs:
-    mine = reporting.report_tables(
+    mine = report_rows.report_tables(
       run.evals,
       run.bin_correct,
       seed=run.seed,
@@ -41,7 +42,7 @@ def per_seed_tables(runs: Sequence[runs_lib.Run]) -> dict[str, list[dict[str, An
     )
     written = files.read_csv(os.path.join(run.folder, "results.csv"), runs_lib.RESULT_COLUMNS)
     runs_lib.check_results(written, mine["results.csv"], run.folder)
-    mine["reward_hist_seeds"] = reporting.reward_histogram_rows(run.evals, run.seed)
+    mine["reward_hist_seeds"] = report_rows.reward_histogram_rows(run.evals, run.seed)
     path = os.path.join(run.folder, "reward_hist.csv")
     if os.path.exists(path):  # Runs written before reward_hist.csv existed have none.
       written = files.read_csv(path, ("rl_run", "bin", "count"))
@@ -89,8 +90,8 @@ def summary_rows(tables: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
     )
     row["rl_run"] = rl_run
     out.append(row)
-  intervals = seeds_lib.across_seeds_many([values for _, _, values in pending], (0.0, 1.0))
-  for (row, metric, _), (mean, lo, hi) in zip(pending, intervals):
+  across = seeds_lib.across_seeds_many([values for _, _, values in pending], (0.0, 1.0))
+  for (row, metric, _), (mean, lo, hi) in zip(pending, across):
     row.update({metric: mean, f"{metric}_lo": lo, f"{metric}_hi": hi})
   return out
 
@@ -242,7 +243,7 @@ def unsolved_summary_rows(unsolved: Sequence[dict[str, Any]]) -> list[dict[str, 
   for (task, stage, method, k_opt, rl_run), rows in groups.items():
     solved = sum(int(r["solved"]) for r in rows)
     total = sum(int(r["num_base_unsolved"]) for r in rows)
-    mean, se, lo, hi = reporting.wilson_interval(solved, total)
+    mean, se, lo, hi = intervals.wilson_interval(solved, total)
     diff = (float("nan"),) * 3
     diff_verdict = ""
     with_problems = [r for r in rows if int(r["num_base_unsolved"]) > 0]

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.lm import reporting
+from experiments.lm import report_rows
 from experiments.lm.study import markdown as md
 from experiments.lm.study import methods as methods_lib
 from experiments.lm.study import runs as runs_lib
@@ -37,7 +37,7 @@ def overall_tables(summary: Sequence[dict[str, Any]], n: int) -> list[str]:
 def bin_table(summary: Sequence[dict[str, Any]], k: int) -> list[str]:
   """pass@k per base-difficulty bin, a row per run."""
   rows = [r for r in summary if r["scope"] != "all" and int(r["k_eval"]) == k]
-  scopes = [s for s in reporting.BINS if any(r["scope"] == s for r in rows)]
+  scopes = [s for s in report_rows.BINS if any(r["scope"] == s for r in rows)]
   counts = {r["scope"]: r["num_problems_seeds"].replace(" ", "+") for r in rows}
   cells = {(md.label(r), r["scope"]): r for r in rows}
   labels = list(dict.fromkeys(md.label(r) for r in rows))

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.lm import reporting
+from experiments.lm import prompt_records
 from experiments.lm.study import files
 
 
@@ -21,7 +21,7 @@ class Run:
   folder: str
   task: str
   seed: int
-  evals: tuple[reporting.Evaluation, ...]
+  evals: tuple[prompt_records.Evaluation, ...]
   bin_correct: np.ndarray
   prompts: tuple[str, ...]
   keys: tuple[str, ...]
@@ -57,7 +57,7 @@ def _count(row: dict[str, str], column: str, n: int, where: str) -> int:
 def _rewards(row: dict[str, str], n: int, where: str) -> np.ndarray:
   """The row's n rewards, each finite in [0, 1]; StudyError naming the row otherwise."""
   try:
-    rewards = reporting.decode_rewards(row["rewards"])
+    rewards = prompt_records.decode_rewards(row["rewards"])
   except ValueError:
     rewards = np.array([np.nan], np.float32)
   if rewards.shape != (n,) or not np.all((rewards >= 0) & (rewards <= 1)):
@@ -92,14 +92,14 @@ def _rows_by_run(
 
 def _evaluation(
   name: str, mine: Sequence[tuple[int, dict[str, str]]], n: int, where: str
-) -> reporting.Evaluation:
+) -> prompt_records.Evaluation:
   """The evaluation of run ``name`` from its (line, row) pairs."""
 
   def at(line: int) -> str:
     return f"{where}, prompts.csv line {line}"
 
   first = mine[0][1]
-  return reporting.Evaluation(
+  return prompt_records.Evaluation(
     run=name,
     stage=first["stage"],
     method=first["method"],
@@ -178,7 +178,7 @@ def check_results(
   written: Sequence[dict[str, str]], recomputed: Sequence[dict[str, Any]], where: str
 ) -> None:
   """Raises StudyError unless results.csv rows ``written`` hold the numbers of
-  ``recomputed`` (:func:`reporting.result_rows` of the per-prompt data), row by row."""
+  ``recomputed`` (:func:`report_rows.result_rows` of the per-prompt data), row by row."""
   if len(written) != len(recomputed):
     raise files.StudyError(
       f"{where}: results.csv has {len(written)} rows, its prompts.csv gives {len(recomputed)}."
@@ -210,7 +210,7 @@ def check_reward_hist(
   written: Sequence[dict[str, str]], recomputed: Sequence[dict[str, Any]], where: str
 ) -> None:
   """Raises StudyError unless reward_hist.csv rows ``written`` hold the counts of
-  ``recomputed`` (:func:`reporting.reward_histogram_rows` of the per-prompt data)."""
+  ``recomputed`` (:func:`report_rows.reward_histogram_rows` of the per-prompt data)."""
   old = [(r["rl_run"], r["bin"], r["count"]) for r in written]
   new = [(r["rl_run"], r["bin"], str(r["count"])) for r in recomputed]
   if old != new:

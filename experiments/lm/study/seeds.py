@@ -13,10 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.lm import contrasts
-from experiments.lm import reporting
+from experiments.lm import intervals
 import maxk
 
-CONFIDENCE = reporting.CONFIDENCE
+CONFIDENCE = intervals.CONFIDENCE
 
 
 def across_seeds(values_S: Sequence[float], bounds: tuple[float, float]) -> tuple[float, ...]:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from experiments.lm import contrasts
-from experiments.lm import reporting
+from experiments.lm import prompt_records
 from experiments.lm.study import loading
 from experiments.lm.study import methods as methods_lib
 from experiments.lm.study import runs as runs_lib
@@ -41,9 +41,9 @@ _REDUCE: dict[str, Callable[[np.ndarray], Any]] = {
 }
 
 
-def _eval_labels(runs: Sequence[runs_lib.Run]) -> dict[tuple[str, str], reporting.Evaluation]:
+def _eval_labels(runs: Sequence[runs_lib.Run]) -> dict[tuple[str, str], prompt_records.Evaluation]:
   """(task, rl_run) -> the first seed's evaluation (its method and k_opt)."""
-  out: dict[tuple[str, str], reporting.Evaluation] = {}
+  out: dict[tuple[str, str], prompt_records.Evaluation] = {}
   for run in runs:
     for ev in run.evals:
       out.setdefault((run.task, ev.run), ev)

@@ -9,7 +9,7 @@ from scipy import special
 from scipy import stats
 
 from experiments.lm import contrasts
-from experiments.lm import reporting
+from experiments.lm import intervals
 from experiments.lm.configs import study as study_config
 import maxk
 
@@ -206,7 +206,7 @@ def _simulated_holm(rng, studies, seeds, tau, effect=None):
   for c in study_config.CONTRASTS:
     table = np.asarray(maxk.pass_at_k(binary, c.resolve_k(N)), np.float64)
     a, b = (table[correct[:, :, RUNS.index(run)]] for run in (c.a, c.b))
-    mean, se, _, _ = reporting._paired(a, b)  # As in paired.csv's diff and diff_se.
+    mean, se, _, _ = intervals.paired_interval(a, b)  # As in paired.csv's diff and diff_se.
     diffs.append(mean)
     ses.append(se)
   diffs, ses = np.stack(diffs, axis=1), np.stack(ses, axis=1)  # [studies, 8, seeds]

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from experiments.lm import contrasts
-from experiments.lm import reporting
+from experiments.lm import report_rows
 from experiments.lm.configs import study as study_config
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import runs as runs_lib
@@ -56,7 +56,7 @@ def test_each_runs_results_recompute_from_its_per_prompt_file(results):
     seed = int(rows[0]["seed"])
     run = runs_lib.run_from_prompt_rows(rows, task=task, seed=seed)
     written = [r for r in results if (r["task"], int(r["seed"])) == (task, seed)]
-    runs_lib.check_results(written, reporting.result_rows(run.evals, seed), path)
+    runs_lib.check_results(written, report_rows.result_rows(run.evals, seed), path)
 
 
 def test_declared_contrasts_recompute_from_the_paired_file():

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from experiments.lm import contrasts
-from experiments.lm import reporting
+from experiments.lm import report_rows
 from experiments.lm.configs import study as study_config
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import runs as runs_lib
@@ -63,7 +63,7 @@ def test_results_recompute_from_the_per_prompt_file(results):
   for (task, seed), rows in groups.items():
     run = runs_lib.run_from_prompt_rows(rows, task=task, seed=seed)
     written = [r for r in results if (r["task"], int(r["seed"])) == (task, seed)]
-    runs_lib.check_results(written, reporting.result_rows(run.evals, seed), f"{task}/{seed}")
+    runs_lib.check_results(written, report_rows.result_rows(run.evals, seed), f"{task}/{seed}")
 
 
 def test_intervals_contain_their_estimates(results):

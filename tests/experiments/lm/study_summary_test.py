@@ -14,6 +14,9 @@ from scipy import stats
 from experiments import outputs
 from experiments.lm import contrasts
 from experiments.lm import dynamics
+from experiments.lm import intervals
+from experiments.lm import prompt_records
+from experiments.lm import report_rows
 from experiments.lm import reporting
 from experiments.lm.configs import study as study_config
 from experiments.lm.study import evaluation_tables
@@ -63,7 +66,7 @@ def _evals(rng, num_problems, shift):
     rewards = np.where(binary, 1.0, rng.uniform(0, 0.5, (num_problems, N))).astype(np.float32)
     rewards[:, 0] = np.where(binary[:, 0], 1.0, 0.0)  # Some exact zeros too.
     evals.append(
-      reporting.Evaluation(
+      prompt_records.Evaluation(
         run=name,
         stage="base" if name == "base" else "rl",
         method={"base": "base", "grpo": "grpo/ppo_clip"}.get(name, "max_at_k/loo_minus_one/exact"),
@@ -119,7 +122,7 @@ def _write_run(root, task, seed, *, num_problems=12, shift=0.1):
     folder, evals, bin_correct, seed=seed, prompts=[f"q{k}" for k in keys], keys=keys, bin_n=BIN_N
   )
   outputs.write_results_csv(
-    folder, reporting.reward_histogram_rows(evals, seed), filename="reward_hist.csv"
+    folder, report_rows.reward_histogram_rows(evals, seed), filename="reward_hist.csv"
   )
   rows = [{c: row.get(c, "") for c in dynamics.STEP_COLUMNS} for row in _step_rows(rng)]
   outputs.write_results_csv(folder, rows, filename="steps.csv")
@@ -331,7 +334,7 @@ def test_unsolved_pooled_over_seeds(out):
     mine = [r for r in per_seed if (r["task"], r["rl_run"]) == (row["task"], row["rl_run"])]
     assert int(row["solved"]) == sum(int(r["solved"]) for r in mine)
     assert int(row["num_base_unsolved"]) == sum(int(r["num_base_unsolved"]) for r in mine)
-    p, _, lo, hi = reporting.wilson_interval(int(row["solved"]), int(row["num_base_unsolved"]))
+    p, _, lo, hi = intervals.wilson_interval(int(row["solved"]), int(row["num_base_unsolved"]))
     assert float(row["solved_fraction_lo"]) == pytest.approx(lo)
     assert float(row["solved_fraction"]) == pytest.approx(p)
 
@@ -497,7 +500,7 @@ def test_allow_incomplete_names_the_missing_runs_first(study, tmp_path, monkeypa
 
 def test_report_title_counts_the_tasks_and_seeds_summarised():
   def ev(method):
-    return reporting.Evaluation("r", "rl", method, "", np.zeros(1), np.zeros((1, 1)))
+    return prompt_records.Evaluation("r", "rl", method, "", np.zeros(1), np.zeros((1, 1)))
 
   evals = (ev("base"), ev("grpo/ppo_clip"), ev("max_at_k/loo_minus_one/exact"), ev("max_at_k/x"))
 
@@ -816,7 +819,7 @@ def test_training_problems_solved_and_their_difference_to_grpo(out):
 def test_reward_histograms_summed_over_seeds_and_splits(out):
   study = os.path.join(os.path.dirname(out), "study")
   rows = _read(os.path.join(out, "reward_hist.csv"))
-  assert len(rows) == len(TASKS) * (1 + len(RUNS)) * len(reporting.REWARD_BINS)
+  assert len(rows) == len(TASKS) * (1 + len(RUNS)) * len(report_rows.REWARD_BINS)
   for row in rows:
     mine = [
       r

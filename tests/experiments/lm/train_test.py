@@ -5,7 +5,8 @@ import jax
 import pytest
 
 from experiments.lm import log_schedule
-from experiments.lm import reporting
+from experiments.lm import prompt_records
+from experiments.lm import report_rows
 from experiments.lm import runs as runs_lib
 from experiments.lm import train
 from experiments.lm import workdir
@@ -59,16 +60,16 @@ def test_result_rows_refuse_a_missing_final_evaluation():
     "method": "base",
     "eval_pass_at_k": [0.1, 0.2],
     "eval_max_at_k": [0.3, 0.4],
-    "eval_correct": [0, 1],  # Per-prompt data (reporting.prompt_fields), 2 prompts.
+    "eval_correct": [0, 1],  # Per-prompt data (prompt_records.prompt_fields), 2 prompts.
     "eval_rewards": ["0 0.5", "1 0"],
     "bin_correct": [0, 1],
   }
   grpo = {**base, "stage": "rl", "run": "grpo", "method": "grpo"}
   with pytest.raises(workdir.WorkdirError, match=r"lacks the evaluation of \['max_at_k_k2'\]"):
-    reporting.final_evaluations([base, grpo], 2, k_labels)
+    prompt_records.final_evaluations([base, grpo], 2, k_labels)
   full = {**grpo, "run": "max_at_k_k2", "method": "max_at_k/loo_minus_one"}
-  evals, _ = reporting.final_evaluations([base, grpo, full], 2, k_labels)
-  assert len(reporting.result_rows(evals, 0)) == 6
+  evals, _ = prompt_records.final_evaluations([base, grpo, full], 2, k_labels)
+  assert len(report_rows.result_rows(evals, 0)) == 6
 
 
 def test_initialize_distributed_is_idempotent(monkeypatch):
