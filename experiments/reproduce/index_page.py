@@ -13,22 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 import os
 
-from experiments.reproduce import figures
 from experiments.reproduce import index_html
 from experiments.reproduce import index_markdown
 from experiments.reproduce import page as page_lib
 
-# The names callers of the page use, kept here beside the writer.
-ShownStage = page_lib.ShownStage
-FIGURES = figures.FIGURES
-CAPTIONS = figures.CAPTIONS
-caption = figures.caption
-inline_html = index_html.inline_html
-
 
 def write_index(
   out_dir: str,
-  stages: Sequence[ShownStage],
+  stages: Sequence[page_lib.ShownStage],
   *,
   skipped: Sequence[str] = (),
   total_seconds: float = 0.0,

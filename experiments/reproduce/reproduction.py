@@ -14,6 +14,7 @@ import os
 import time
 
 from experiments.reproduce import index_page
+from experiments.reproduce import page as page_lib
 from experiments.reproduce import runner
 from experiments.reproduce import stages as stages_lib
 
@@ -85,7 +86,7 @@ def shown_stages(
   out_dir: str,
   catalogue: Sequence[stages_lib.Stage],
   statuses: Mapping[str, tuple[str, float]],
-) -> tuple[list[index_page.ShownStage], list[str]]:
+) -> tuple[list[page_lib.ShownStage], list[str]]:
   """The stages of the index page, in ``catalogue``'s order, and the names skipped.
 
   A stage run now shows ``statuses``' status; one run earlier in ``out_dir`` shows
@@ -106,7 +107,7 @@ def shown_stages(
       status, seconds = record.status.replace("FAILED", "FAILED in an earlier run", 1), 0.0
     command = record.command if record else stage.shown_command(stage.name)
     smoke = record.smoke if record else stage.smoke
-    shown.append(index_page.ShownStage(stage.name, stage.title, command, smoke, status, seconds))
+    shown.append(page_lib.ShownStage(stage.name, stage.title, command, smoke, status, seconds))
   return shown, skipped
 
 

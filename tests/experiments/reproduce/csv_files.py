@@ -2,7 +2,7 @@
 
 import csv
 
-from experiments.reproduce import index_page
+from experiments.reproduce import page as page_lib
 from experiments.reproduce import stages as stages_lib
 
 
@@ -17,4 +17,4 @@ def write_csv(path, header, rows):
 def shown_stage(name, status="ok", *, seed=0, smoke=True, seconds=1.0):
   """The index page's view of stage ``name`` run with ``seed`` and ``smoke``."""
   stage = next(s for s in stages_lib.stages(seed=seed, smoke=smoke) if s.name == name)
-  return index_page.ShownStage(name, stage.title, stage.shown_command(name), smoke, status, seconds)
+  return page_lib.ShownStage(name, stage.title, stage.shown_command(name), smoke, status, seconds)

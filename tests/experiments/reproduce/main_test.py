@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from experiments.reproduce import index_page
+from experiments.reproduce import figures
 from experiments.reproduce import runner
 from tests import REPO_ROOT
 from tests import WAIT_S
@@ -58,7 +58,7 @@ def test_smoke_run_writes_index_with_every_figure(smoke_run):
   assert len(pngs) >= 8
   for png in pngs:  # Every figure is shown, with its one-line explanation.
     assert f"({png})" in index_md and f"src='{png}'" in index_html
-    assert index_page.caption(png), png
+    assert figures.caption(png), png
   assert "SMOKE" in index_md
   assert "| estimator | var n=4 | var n=8 | max abs bias_z |" in index_md  # PKPO Fig. 4.
   assert "Gradient variance of min@k of each estimator" in index_md  # Rank objectives.
