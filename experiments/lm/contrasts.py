@@ -39,14 +39,18 @@ with no t quantile, so it covers less than its nominal level exactly where the
 study needs it.
 
 **Multiplicity.** A study names a few comparisons in advance (:class:`Contrast`;
-``experiments/lm/configs/study.py``'s ``CONTRASTS``), applied to every task. Their
-family for Holm's step-down correction (:func:`holm`) is all declared contrasts of
-all tasks of the study (2 tasks × 8 = 16): the conservative choice, and the count a
-reviewer would make. A declared contrast is ``significant`` when its Holm-adjusted
-p-value is below 0.05 (the family-wise error rate is then at most 5% under any
-dependence between the contrasts), and ``not significant`` otherwise. Every other
-comparison is exploratory: its verdict says only whether its floored interval
-excludes 0, with no claim about error rates.
+the study config's ``CONTRASTS``), applied to every task, each in a named family
+(one family, ``declared``, unless the study splits them into e.g. ``primary`` and
+``secondary``). Holm's step-down correction (:func:`holm`) runs within each family
+over every task of the study: the conservative choice, and the count a reviewer
+would make. Verdicts (:func:`declared_verdict`): ``better`` or ``worse`` when the
+Holm-adjusted p-value is below 0.05 (the family-wise error rate is then at most 5%
+under any dependence between the contrasts); ``equivalent`` when the contrast
+declares an equivalence margin and the Holm-adjusted p-value of the two one-sided
+tests (:func:`equivalence_p_value`) is below 0.05; ``not detected`` otherwise, which
+is no claim of no difference and is reported with the test's power at the margin
+(:func:`power`). Every other comparison is exploratory: its verdict says only
+whether its floored interval excludes 0, with no claim about error rates.
 
 References: Holm, "A simple sequentially rejective multiple test procedure", Scand.
 J. Statist. 6 (1979); Röver, Knapp & Friede, "Hartung-Knapp-Sidik-Jonkman approach
@@ -68,20 +72,17 @@ CONFIDENCE = 0.95
 ALPHA = 0.05  # Family-wise error rate of the declared contrasts.
 MEASURES = {"pass": "pass_at_k", "max": "max_at_k"}
 
-SIGNIFICANT = "significant"
-NOT_SIGNIFICANT = "not significant"
+# Verdicts of a declared contrast (:func:`declared_verdict`).
+BETTER = "better"
+WORSE = "worse"
+EQUIVALENT = "equivalent"
+NOT_DETECTED = "not detected"
 NOT_TESTED = "not tested (fewer than 2 seeds)"
+# Verdicts of an exploratory comparison (:func:`exploratory_verdict`).
 EXPLORATORY_EXCLUDES = "exploratory, excludes 0"
 EXPLORATORY_INCLUDES = "exploratory, includes 0"
 EXPLORATORY_NO_INTERVAL = "exploratory, no interval"
-VERDICTS = (
-  SIGNIFICANT,
-  NOT_SIGNIFICANT,
-  NOT_TESTED,
-  EXPLORATORY_EXCLUDES,
-  EXPLORATORY_INCLUDES,
-  EXPLORATORY_NO_INTERVAL,
-)
+DEFAULT_FAMILY = "declared"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +95,11 @@ class Contrast:
   largest k evaluated (the evaluation's n); ``question`` is the label of the
   comparison in tables (unique within a study).
 
+  ``margin`` (> 0, optional) is the declared equivalence margin: the contrast may
+  then also conclude that |a − b| < margin (:func:`equivalence_p_value`). ``family``
+  names the contrast's Holm family (e.g. ``"primary"``, ``"secondary"``): Holm's
+  correction runs within each family over every task of the study.
+
   Raises:
     ValueError: naming the field that is malformed.
   """
@@ -103,6 +109,8 @@ class Contrast:
   measure: str
   k: int | str
   question: str
+  margin: float | None = None
+  family: str = DEFAULT_FAMILY
 
   def __post_init__(self) -> None:
     for field in ("a", "b", "question"):
@@ -116,6 +124,13 @@ class Contrast:
     k = self.k
     if k != "n" and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
       raise ValueError(f"Contrast.k={k!r} must be an int >= 1 or 'n'.")
+    margin = self.margin
+    if margin is not None and (
+      isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin < math.inf
+    ):
+      raise ValueError(f"Contrast.margin={margin!r} must be a finite number > 0 or None.")
+    if not isinstance(self.family, str) or not self.family.strip():
+      raise ValueError(f"Contrast.family={self.family!r} must be a non-empty string.")
 
   @property
   def metric(self) -> str:
@@ -271,13 +286,87 @@ def holm(p_values: ArrayLike) -> np.ndarray:
   return out
 
 
-def declared_verdict(p_holm: float, *, alpha: float = ALPHA) -> str:
-  """``significant`` iff the Holm-adjusted p-value is below ``alpha``; a NaN p-value
-  (no test: an incomplete study with one seed, or a non-finite difference) gives
-  ``NOT_TESTED``, never a verdict about the effect."""
+def equivalence_p_value(mean: ArrayLike, stderr: ArrayLike, df: int, margin: float) -> np.ndarray:
+  """The p-value of the two one-sided tests (TOST) of equivalence within ±``margin``.
+
+  The null hypothesis is |μ| >= margin. With T ~ t_df, the lower test of μ <= −margin
+  has p_lo = P(T >= (mean + margin) / SE), the upper test of μ >= margin has
+  p_hi = P(T <= (mean − margin) / SE), and TOST's p-value is max(p_lo, p_hi):
+  equivalence is concluded at level α exactly when the (1 − 2α) interval
+  mean ± t_{df, 1−α} SE lies inside (−margin, margin). SE is the floored standard
+  error of :func:`floored_interval`, so the equivalence test is as conservative as
+  the difference test. NaN where mean or SE is NaN; SE = 0 gives 0 inside the margin
+  and 1 outside.
+
+  References: Schuirmann, "A comparison of the two one-sided tests procedure and the
+  power approach for assessing the equivalence of average bioavailability",
+  J. Pharmacokinet. Biopharm. 15 (1987).
+
+  Raises:
+    ValueError: for ``df`` < 1 or ``margin`` not a finite number > 0.
+  """
+  if isinstance(df, bool) or int(df) != df or df < 1:
+    raise ValueError(f"df={df!r} must be an int >= 1.")
+  if not 0 < margin < math.inf:
+    raise ValueError(f"margin={margin!r} must be a finite number > 0.")
+  m = np.asarray(mean, np.float64)
+  se = np.asarray(stderr, np.float64)
+  with np.errstate(divide="ignore", invalid="ignore"):
+    p_lo = stats.t.sf((m + margin) / se, df)
+    p_hi = stats.t.cdf((m - margin) / se, df)
+  p = np.maximum(p_lo, p_hi)
+  exact = np.where(np.abs(m) < margin, 0.0, 1.0)
+  p = np.where(se == 0, exact, p)
+  return np.where(np.isfinite(m) & np.isfinite(se), p, np.nan)
+
+
+def power(effect: float, stderr: float, df: int, *, alpha: float = ALPHA) -> float:
+  """Power of the two-sided t-test at level ``alpha`` against a true difference of
+  ``effect``, for an estimate with standard error ``stderr`` and ``df`` degrees of
+  freedom: P(|T'| > t_{df, 1−α/2}) with T' ~ noncentral t(df, effect / stderr).
+
+  For a declared contrast, ``alpha`` is the family-wise level divided by the family
+  size (the first step of Holm's correction, so the figure is a lower bound on
+  Holm's power), and ``stderr`` the floored standard error (the floor only
+  lowers it). NaN for a non-finite or zero ``stderr``.
+
+  Raises:
+    ValueError: for ``df`` < 1 or ``alpha`` outside (0, 1).
+  """
+  if isinstance(df, bool) or int(df) != df or df < 1:
+    raise ValueError(f"df={df!r} must be an int >= 1.")
+  if not 0 < alpha < 1:
+    raise ValueError(f"alpha={alpha!r} must lie in (0, 1).")
+  if not (math.isfinite(stderr) and stderr > 0 and math.isfinite(effect)):
+    return float("nan")
+  crit = stats.t.ppf(1 - alpha / 2, df)
+  nc = effect / stderr
+  return float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
+
+
+def declared_verdict(
+  p_holm: float,
+  diff: float,
+  p_equivalence_holm: float = math.nan,
+  *,
+  alpha: float = ALPHA,
+) -> str:
+  """The verdict of a declared contrast from its Holm-adjusted p-values.
+
+  ``better`` (a − b > 0) or ``worse`` (< 0) when the difference test's Holm-adjusted
+  p-value is below ``alpha``; otherwise ``equivalent`` when an equivalence margin was
+  declared and the Holm-adjusted TOST p-value (:func:`equivalence_p_value`) is below
+  ``alpha``; otherwise ``not detected``, which says nothing about the absence of a
+  difference (report it with its power, :func:`power`). A NaN difference p-value (no
+  test: one seed, or a non-finite difference) gives ``NOT_TESTED``.
+  """
   if not math.isfinite(p_holm):
     return NOT_TESTED
-  return SIGNIFICANT if p_holm < alpha else NOT_SIGNIFICANT
+  if p_holm < alpha:
+    return BETTER if diff > 0 else WORSE
+  if math.isfinite(p_equivalence_holm) and p_equivalence_holm < alpha:
+    return EQUIVALENT
+  return NOT_DETECTED
 
 
 def exploratory_verdict(lo: float, hi: float) -> str:

@@ -48,11 +48,15 @@ seed draws its own evaluation problems, warm start, training problems and sample
   error) gets the plain Student-t interval. Intervals of quantities in [0, 1] are
   intersected with [0, 1] (differences with [-1, 1]; counts with [0, inf)).
 
-Verdicts. The comparisons CONTRASTS of experiments/lm/configs/study.py are
-declared in advance and applied to every task; the family of Holm's correction is
-all of them over all tasks (the conservative choice, and what a reviewer counts). A
-declared contrast is significant when its Holm-adjusted p-value is below 0.05
-and not significant otherwise. Every other number is exploratory; a difference's
+Verdicts. The comparisons CONTRASTS of the study config are declared in advance
+and applied to every task, each in a family (Contrast.family; one family unless the
+study splits them); Holm's correction runs within each family over all tasks
+(the conservative choice, and what a reviewer counts). A declared contrast is
+better or worse when its Holm-adjusted p-value is below 0.05; equivalent when it
+declares a margin and the Holm-adjusted p-value of the two one-sided tests of
+equivalence is below 0.05; not detected otherwise, reported with the power of its
+test at the margin (contrasts.csv's power column). Every other number is
+exploratory; a difference's
 verdict is exploratory, excludes 0 or exploratory, includes 0 (its interval;
 exploratory, no interval with one seed), with no correction for the ~45
 comparisons per task and no claim about error rates.

@@ -133,12 +133,16 @@ def _declared_row(
     "floored": bool(iv.floored),
     "t_lo": t_lo,
     "t_hi": t_hi,
+    "family": c.family,
+    "stderr": float(iv.stderr),
   }
 
 
 def contrast_rows(
   paired: Sequence[dict[str, Any]],
   declared: Sequence[contrasts.Contrast] | None = None,
+  *,
+  power_effect: float | None = None,
 ) -> list[dict[str, Any]]:
   """contrasts.csv: every declared contrast of every task in ``paired`` (paired.csv
   rows), with the floored interval over seeds, its p-value, the Holm-adjusted one
@@ -172,11 +176,61 @@ def contrast_rows(
           f"which the declared contrast {c.question!r} needs (configs/study.py)."
         )
       out.append(_declared_row(task, c, k, sign, by_seed))
-  adjusted = contrasts.holm([r["p_value"] for r in out]).tolist() if out else []
-  for row, p_holm in zip(out, adjusted):
-    row["p_holm"] = float(p_holm)
-    row["verdict"] = contrasts.declared_verdict(float(p_holm))
-  return out
+  margins = {c.question: c.margin for c in declared}
+  if power_effect is None:
+    power_effect = getattr(study_config, "POWER_EFFECT", None)
+  return decide(out, margins, power_effect=power_effect)
+
+
+def decide(
+  rows: list[dict[str, Any]],
+  margins: dict[str, float | None],
+  *,
+  power_effect: float | None = None,
+) -> list[dict[str, Any]]:
+  """Adds to each declared contrast's row (``family``, ``diff``, ``stderr``,
+  ``p_value``, ``num_seeds``) its Holm-adjusted p-value within its family
+  (``p_holm``), the equivalence columns (``margin``, ``p_equivalence`` and its Holm
+  adjustment within the family's contrasts that declare a margin), the ``power`` of
+  its test at an effect of ``margin`` (at α / family size, ``contrasts.power``) and
+  the ``verdict`` (``contrasts.declared_verdict``). ``margins`` maps a question to its
+  declared margin; a contrast without one gets ``power_effect`` as ``margin`` for its
+  power alone (``p_equivalence`` NaN), or NaN."""
+  families: dict[str, list[int]] = {}
+  for i, row in enumerate(rows):
+    families.setdefault(row["family"], []).append(i)
+  for members in families.values():
+    p_holm = contrasts.holm([rows[i]["p_value"] for i in members])
+    for i, p in zip(members, p_holm.tolist()):
+      rows[i]["p_holm"] = float(p)
+    equivalence = []
+    for i in members:
+      row, declared_margin = rows[i], margins.get(rows[i]["question"])
+      margin = declared_margin if declared_margin is not None else power_effect
+      row["margin"] = float("nan") if margin is None else float(margin)
+      row["p_equivalence"] = float("nan")
+      df = int(row["num_seeds"]) - 1
+      if declared_margin is not None and df >= 1:
+        row["p_equivalence"] = float(
+          contrasts.equivalence_p_value(row["diff"], row["stderr"], df, declared_margin)
+        )
+        equivalence.append(i)
+      alpha = contrasts.ALPHA / len(members)
+      row["power"] = (
+        contrasts.power(margin, row["stderr"], df, alpha=alpha)
+        if margin is not None and df >= 1
+        else float("nan")
+      )
+      row["p_equivalence_holm"] = float("nan")
+    if equivalence:
+      p_eq_holm = contrasts.holm([rows[i]["p_equivalence"] for i in equivalence])
+      for i, p in zip(equivalence, p_eq_holm.tolist()):
+        rows[i]["p_equivalence_holm"] = float(p)
+  for row in rows:
+    row["verdict"] = contrasts.declared_verdict(
+      row["p_holm"], row["diff"], row["p_equivalence_holm"]
+    )
+  return rows
 
 
 def paired_summary_rows(

@@ -60,6 +60,20 @@ DECLARED_HEADER = (
 )
 
 
+def verdict_text(row: dict[str, Any]) -> str:
+  """A declared contrast's verdict as tables print it: ``not detected`` with the
+  power of its test at the margin (``not detected (power 0.07 at ±0.02)``),
+  ``equivalent`` with its margin, other verdicts as they are."""
+  verdict = str(row["verdict"])
+  margin = float(row.get("margin", "nan") or "nan")
+  power = float(row.get("power", "nan") or "nan")
+  if verdict == "not detected" and math.isfinite(power) and math.isfinite(margin):
+    return f"not detected (power {power:.2f} at ±{margin:g})"
+  if verdict == "equivalent" and math.isfinite(margin):
+    return f"equivalent within ±{margin:g}"
+  return verdict
+
+
 def declared_table(rows: Sequence[dict[str, Any]]) -> list[str]:
   """The declared contrasts (contrasts.csv rows) as a Markdown table, a row each."""
   return table(
@@ -71,7 +85,7 @@ def declared_table(rows: Sequence[dict[str, Any]]) -> list[str]:
         cell(r["diff"], r["lo"], r["hi"]),
         p_text(r["p_value"]),
         p_text(r["p_holm"]),
-        r["verdict"],
+        verdict_text(r),
       )
       for r in rows
     ),

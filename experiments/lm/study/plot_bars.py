@@ -85,8 +85,10 @@ def study_bins_figure(
 # Verdict -> colour of the across-seeds bar in the contrasts figure.
 # experiments.lm.contrasts' verdicts: declared contrasts after Holm, then exploratory.
 VERDICT_COLORS = {
-  "significant": "#1f77b4",
-  "not significant": "#bdbdbd",
+  "better": "#1f77b4",
+  "worse": "#d62728",
+  "equivalent": "#2ca02c",
+  "not detected": "#bdbdbd",
   "not tested (fewer than 2 seeds)": "#f0f0f0",
   "exploratory, excludes 0": "#9ecae1",
   "exploratory, includes 0": "#e0e0e0",

@@ -40,9 +40,13 @@ paired on the same problems within each seed; `contrasts.csv`). The interval ove
 seeds is the Student-t interval with the between-seed variance floored at the
 within-seed one (the mean over seeds of each difference's squared standard error
 over problems), as seeds that agree by chance would otherwise give a narrow
-interval. Holm's correction runs over the family of every declared contrast of
-every task ({m} tests), and a contrast is `significant` when its Holm-adjusted
-p-value is below 0.05; the uncorrected p-value is beside it.
+interval. Holm's correction runs within each family of declared contrasts over
+every task ({m} tests in all), and a contrast is `better` or `worse` when its
+Holm-adjusted p-value is below 0.05 (the uncorrected p-value is beside it);
+`equivalent within ±m` when it declares a margin m and the Holm-adjusted p-value of
+the two one-sided tests of equivalence is below 0.05; otherwise `not detected`, with
+the power its test had against a difference of that size (`contrasts.csv`'s
+`power`): no claim that there is no difference.
 """
 
 

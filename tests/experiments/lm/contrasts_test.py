@@ -32,6 +32,11 @@ def test_contrast_fields_are_validated():
     ({"k": "m"}, "Contrast.k"),
     ({"k": 2.0}, "Contrast.k"),
     ({"question": " "}, "Contrast.question"),
+    ({"margin": 0.0}, "Contrast.margin"),
+    ({"margin": -0.02}, "Contrast.margin"),
+    ({"margin": math.inf}, "Contrast.margin"),
+    ({"margin": True}, "Contrast.margin"),
+    ({"family": ""}, "Contrast.family"),
   ):
     fields = {"a": "grpo", "b": "base", "measure": "pass", "k": 1, "question": "q", **kwargs}
     with pytest.raises(ValueError, match=field):
@@ -158,24 +163,97 @@ def test_bad_input_is_refused():
 
 
 @pytest.mark.parametrize(
-  "p_holm, lo, hi, declared, exploratory",
+  "p_holm, diff, p_eq_holm, declared",
   [
-    (0.049, 0.01, 0.2, "significant", "exploratory, excludes 0"),
-    (0.05, -0.3, -0.01, "not significant", "exploratory, excludes 0"),
-    (0.3, -0.1, 0.2, "not significant", "exploratory, includes 0"),
-    (
-      float("nan"),
-      float("nan"),
-      float("nan"),
-      "not tested (fewer than 2 seeds)",
-      "exploratory, no interval",
-    ),
+    (0.049, 0.1, math.nan, "better"),
+    (0.049, -0.1, 0.01, "worse"),  # A significant difference wins over equivalence.
+    (0.05, 0.01, math.nan, "not detected"),  # No margin declared: never "equivalent".
+    (0.5, 0.001, 0.049, "equivalent"),
+    (0.5, 0.001, 0.05, "not detected"),
+    (math.nan, math.nan, math.nan, "not tested (fewer than 2 seeds)"),
   ],
 )
-def test_verdicts(p_holm, lo, hi, declared, exploratory):
-  assert contrasts.declared_verdict(p_holm) == declared
+def test_declared_verdicts(p_holm, diff, p_eq_holm, declared):
+  assert contrasts.declared_verdict(p_holm, diff, p_eq_holm) == declared
+
+
+@pytest.mark.parametrize(
+  "lo, hi, exploratory",
+  [
+    (0.01, 0.2, "exploratory, excludes 0"),
+    (-0.3, -0.01, "exploratory, excludes 0"),
+    (-0.1, 0.2, "exploratory, includes 0"),
+    (math.nan, math.nan, "exploratory, no interval"),
+  ],
+)
+def test_exploratory_verdicts(lo, hi, exploratory):
   assert contrasts.exploratory_verdict(lo, hi) == exploratory
-  assert "significant" not in exploratory  # The README's rule reads this word.
+  # The README's claims checker reads these words in declared verdicts only.
+  assert not {"better", "worse", "equivalent", "significant"} & set(exploratory.split())
+
+
+# ------------------------------------------------------- equivalence and power
+
+
+def test_tost_rejects_exactly_when_the_90_interval_lies_inside_the_margin():
+  rng = np.random.default_rng(0)
+  means = rng.uniform(-0.05, 0.05, 2000)
+  ses = rng.uniform(0.001, 0.02, 2000)
+  margin, df = 0.02, 7
+  p = contrasts.equivalence_p_value(means, ses, df, margin)
+  half = stats.t.ppf(0.95, df) * ses  # The (1 - 2 * 0.05) interval.
+  inside = (means - half > -margin) & (means + half < margin)
+  np.testing.assert_array_equal(p < 0.05, inside)
+
+
+def test_tost_p_value_by_hand_and_edge_cases():
+  # mean 0.005, SE 0.004, df 7, margin 0.02: the binding side is the upper one,
+  # P(T <= (0.005 - 0.02) / 0.004) = P(T <= -3.75).
+  p = contrasts.equivalence_p_value(0.005, 0.004, 7, 0.02)
+  assert float(p) == pytest.approx(stats.t.cdf(-3.75, 7), rel=1e-12)
+  assert float(contrasts.equivalence_p_value(0.01, 0.0, 3, 0.02)) == 0.0
+  assert float(contrasts.equivalence_p_value(0.03, 0.0, 3, 0.02)) == 1.0
+  assert math.isnan(float(contrasts.equivalence_p_value(math.nan, 0.01, 3, 0.02)))
+  with pytest.raises(ValueError, match="margin"):
+    contrasts.equivalence_p_value(0.0, 0.01, 3, 0.0)
+  with pytest.raises(ValueError, match="df"):
+    contrasts.equivalence_p_value(0.0, 0.01, 0, 0.02)
+
+
+@pytest.mark.parametrize("sigma, lowest", [(0.01, 0.04), (0.03, 0.0)])
+def test_tost_keeps_its_level_at_the_margin(sigma, lowest):
+  """At a true difference equal to the margin the equivalence test rejects in at most
+  5% of simulated studies (8 seeds, normal per-seed differences): about 5% when the
+  standard error is small against the margin, fewer (conservative) when it is not."""
+  rng = np.random.default_rng(1)
+  S, margin = 8, 0.02
+  d = rng.normal(margin, sigma, (20000, S))
+  se = np.std(d, axis=1, ddof=1) / np.sqrt(S)
+  rate = np.mean(contrasts.equivalence_p_value(d.mean(axis=1), se, S - 1, margin) < 0.05)
+  assert lowest < rate <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 20000)
+
+
+@pytest.mark.parametrize("effect, S, alpha", [(0.02, 8, 0.05 / 6), (0.05, 4, 0.05), (0.0, 8, 0.05)])
+def test_power_matches_a_simulated_t_test(effect, S, alpha):
+  """The noncentral-t power equals the rejection rate of the plain t-test on
+  simulated normal per-seed differences of known spread (within Monte Carlo error)."""
+  rng = np.random.default_rng(2)
+  sigma = 0.03
+  d = rng.normal(effect, sigma, (40000, S))
+  t = d.mean(axis=1) / (np.std(d, axis=1, ddof=1) / np.sqrt(S))
+  simulated = np.mean(2 * stats.t.sf(np.abs(t), S - 1) < alpha)
+  computed = contrasts.power(effect, sigma / math.sqrt(S), S - 1, alpha=alpha)
+  assert computed == pytest.approx(simulated, abs=4 * math.sqrt(0.25 / 40000) + 1e-3)
+  if effect == 0:
+    assert computed == pytest.approx(alpha, rel=1e-9)
+
+
+def test_power_refuses_bad_input():
+  assert math.isnan(contrasts.power(0.02, 0.0, 7))
+  with pytest.raises(ValueError, match="alpha"):
+    contrasts.power(0.02, 0.01, 7, alpha=0.0)
+  with pytest.raises(ValueError, match="df"):
+    contrasts.power(0.02, 0.01, 0)
 
 
 # ---------------------------------------------------- simulated studies, null and not

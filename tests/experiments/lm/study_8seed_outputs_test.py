@@ -18,6 +18,7 @@ from experiments.lm import contrasts
 from experiments.lm import report_rows
 from experiments.lm.configs import study as study_config
 from experiments.lm.study import evaluation_tables
+from experiments.lm.study import markdown
 from experiments.lm.study import runs as runs_lib
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
@@ -67,7 +68,10 @@ def test_declared_contrasts_recompute_from_the_paired_file():
     assert list(old) == list(new)
     for column, value in new.items():
       if isinstance(value, float):
-        assert math.isclose(float(old[column]), value, rel_tol=1e-9, abs_tol=1e-12), column
+        if math.isnan(value):
+          assert math.isnan(float(old[column])), column
+        else:
+          assert math.isclose(float(old[column]), value, rel_tol=1e-9, abs_tol=1e-12), column
       else:
         assert old[column] == str(value), column
   assert {int(r["num_seeds"]) for r in written} == {len(study_config.SEEDS)}
@@ -77,7 +81,10 @@ def test_every_verdict_follows_its_rule():
   declared = {(r["task"], r["question"]): r for r in _read("contrasts.csv")}
   for r in declared.values():
     holm = float(r["p_holm"])
-    assert r["verdict"] == ("significant" if holm < 0.05 else "not significant"), r
+    # No margin was declared: a difference is better, worse or not detected.
+    expected = ("better" if float(r["diff"]) > 0 else "worse") if holm < 0.05 else "not detected"
+    assert r["verdict"] == expected, r
+    assert math.isnan(float(r["p_equivalence"])) and float(r["margin"]) == 0.02, r
   for r in _read("paired_summary.csv"):
     if r["question"]:
       assert r["verdict"] == declared[r["task"], r["question"]]["verdict"], r
@@ -124,7 +131,7 @@ def lm_section_problems(readme, rows):
     if (
       cells[0] != row["task"]
       or cells[1] != row["question"]
-      or cells[5] != row["verdict"]
+      or cells[5] != markdown.verdict_text(row)
       or not cell
       or any(
         abs(float(x) - float(row[c])) > 0.0005 for x, c in zip(cell.groups(), ("diff", "lo", "hi"))

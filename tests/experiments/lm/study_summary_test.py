@@ -287,7 +287,10 @@ def test_contrasts_are_holm_corrected_over_every_task(out):
   assert holm[i] == pytest.approx(min(1.0, 16 * p_values[i]), rel=1e-6)
   np.testing.assert_allclose(holm, contrasts.holm(p_values), rtol=1e-6)
   for row, p in zip(rows, holm):
-    assert row["verdict"] == ("significant" if p < 0.05 else "not significant")
+    if p < 0.05:
+      assert row["verdict"] == ("better" if float(row["diff"]) > 0 else "worse")
+    else:  # No margin declared: never "equivalent".
+      assert row["verdict"] == "not detected"
 
 
 def test_contrasts_from_a_committed_paired_file(out, tmp_path):
