@@ -98,7 +98,10 @@ class Contrast:
   ``margin`` (> 0, optional) is the declared equivalence margin: the contrast may
   then also conclude that |a − b| < margin (:func:`equivalence_p_value`). ``family``
   names the contrast's Holm family (e.g. ``"primary"``, ``"secondary"``): Holm's
-  correction runs within each family over every task of the study.
+  correction runs within each family over every task of the study. ``at_kl`` (> 0,
+  optional) compares the arms where each reaches that held-out KL to the warm start
+  (nats), interpolated along each seed's evaluated checkpoints
+  (``experiments.lm.study.frontier``); by default they are compared at the final step.
 
   Raises:
     ValueError: naming the field that is malformed.
@@ -111,6 +114,7 @@ class Contrast:
   question: str
   margin: float | None = None
   family: str = DEFAULT_FAMILY
+  at_kl: float | None = None
 
   def __post_init__(self) -> None:
     for field in ("a", "b", "question"):
@@ -129,6 +133,11 @@ class Contrast:
       isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin < math.inf
     ):
       raise ValueError(f"Contrast.margin={margin!r} must be a finite number > 0 or None.")
+    at_kl = self.at_kl
+    if at_kl is not None and (
+      isinstance(at_kl, bool) or not isinstance(at_kl, (int, float)) or not 0 < at_kl < math.inf
+    ):
+      raise ValueError(f"Contrast.at_kl={at_kl!r} must be a finite number > 0 or None.")
     if not isinstance(self.family, str) or not self.family.strip():
       raise ValueError(f"Contrast.family={self.family!r} must be a non-empty string.")
 

@@ -37,6 +37,8 @@ def test_contrast_fields_are_validated():
     ({"margin": math.inf}, "Contrast.margin"),
     ({"margin": True}, "Contrast.margin"),
     ({"family": ""}, "Contrast.family"),
+    ({"at_kl": 0.0}, "Contrast.at_kl"),
+    ({"at_kl": math.nan}, "Contrast.at_kl"),
   ):
     fields = {"a": "grpo", "b": "base", "measure": "pass", "k": 1, "question": "q", **kwargs}
     with pytest.raises(ValueError, match=field):
