@@ -33,7 +33,7 @@ Per grid point: the mean over seeds and the pointwise Student-t 95% interval
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -175,7 +175,7 @@ def _checkpoint_rows(task: str, arms: Mapping[int, Arm], k: int) -> list[dict[st
 def frontier_rows(
   task: str,
   arms_by_seed: Mapping[int, Mapping[str, Arm]],
-  ks: tuple[int, ...],
+  ks: Sequence[int],
   *,
   num_points: int = NUM_POINTS,
 ) -> list[dict[str, Any]]:

@@ -206,6 +206,8 @@ def matched_kl_rows(
     ValueError: for a max@k contrast, seeds of different n, a k above n, a negative
       level or an unknown ``stderr``.
   """
+  if stderr not in STDERRS or any(not level >= 0 for level in kl_levels):
+    raise ValueError(f"kl_levels={kl_levels!r} must be >= 0; stderr={stderr!r} in {STDERRS}.")
   return _rows(task, arms_by_seed, declared, list(kl_levels), stderr, num_resamples)
 
 

@@ -85,6 +85,9 @@ def test_an_arm_that_never_reaches_the_level_has_no_value_and_its_seed_is_missin
   c_base = contrasts.Contrast("grpo", "base", "pass", 1, "q0")
   (row,) = matched_kl.matched_kl_rows("t", by_seed, [c_base], kl_levels=[0.3])
   assert row["num_seeds_reached"] == 0 and math.isnan(row["diff"])
+  for kwargs in ({"kl_levels": [-0.1]}, {"kl_levels": [0.3], "stderr": "jackknife"}):
+    with pytest.raises(ValueError, match="kl_levels"):
+      matched_kl.matched_kl_rows("t", by_seed, [c_base], **kwargs)
 
 
 def test_non_monotone_kl_is_read_at_its_first_crossing():
