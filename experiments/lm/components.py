@@ -7,13 +7,16 @@ the training loop (``train``), the RL step (``rl_step``) and the final outputs
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import dataclasses
 from typing import Any
 
 import jax
 import ml_collections
+import numpy as np
 import optax
 
+from experiments.lm import answer_overlap
 from experiments.lm import evaluation
 from experiments.lm import mfu as mfu_lib
 from experiments.lm import model as model_lib
@@ -40,6 +43,9 @@ class Components:
       ``eval.top_p``).
     eval_set: the held-out problems.
     exclude: their keys, which no training batch poses.
+    sft_reject: with ``config.task.novel_answers``, rejects the SFT problems whose
+      reference solution solves a held-out problem (``answer_overlap.sft_reject``);
+      else None.
     init_params: the initial parameters (replicated over the mesh).
     sft_opt: the warm start's optimiser.
     rl_opt: the RL runs' optimiser.
@@ -54,6 +60,7 @@ class Components:
   eval_policy: policy_lib.Policy
   eval_set: evaluation.EvalSet
   exclude: frozenset[int]
+  sft_reject: Callable[[np.ndarray], np.ndarray] | None
   init_params: Any
   sft_opt: optax.GradientTransformation
   rl_opt: optax.GradientTransformation
@@ -123,6 +130,7 @@ def build(valid: validation.ValidConfig, mesh: jax.sharding.Mesh) -> Components:
     eval_policy=eval_policy,
     eval_set=eval_set,
     exclude=frozenset(eval_set.keys.tolist()),  # Held out by problem key.
+    sft_reject=answer_overlap.sft_reject(task, config, eval_set.prompts),
     init_params=parallel.replicate(params, mesh),
     sft_opt=sft_opt,
     rl_opt=rl_opt,

@@ -23,6 +23,12 @@ but one). ``split.json`` counts them (``near_eval_problems``, ``near_eval_share`
 ``near_definition``; the task's ``near_signatures`` say what is near) so that a
 held-out score can be read as what it is: generalisation to new problems or to
 neighbours of seen ones.
+
+Different problems can also share an answer: ``answer_seen`` marks the evaluation
+problems that some warm-start solution string solves verbatim (``answer_overlap``),
+``answer_seen_share`` is their share and ``answer_seen_rule`` says what seen means.
+With ``config.task.novel_answers`` the SFT draws reject such problems, and the share
+is 0 by construction.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from typing import Any
 import ml_collections
 import numpy as np
 
+from experiments.lm import answer_overlap
 from experiments.lm import streams
 from experiments.lm import tasks as tasks_lib
 
@@ -99,15 +106,29 @@ def make_split(
   problems and ``near_definition`` (``task.near_description``) says what near means
   for the task.
 
+  At the answer level (``answer_overlap``): ``novel_answers`` (the config's
+  ``task.novel_answers``), ``answer_seen`` (per evaluation problem, in evaluation
+  order: whether an SFT solution string solves it), ``answer_seen_examples`` (one such
+  string, or None), ``answer_seen_share`` and ``answer_seen_rule``. The evaluation
+  prompts are replayed from their stream (``tasks.heldout_problems``).
+
   Raises:
-    ValueError: if ``eval_keys`` repeats a key.
+    ValueError: if ``eval_keys`` repeats a key or are not the config's held-out
+      problems (``tasks.heldout_problems(task, config.seed, len(eval_keys))``).
   """
   eval_keys = np.asarray(eval_keys, np.int64)
   if _distinct(eval_keys).size != eval_keys.size:
     raise ValueError("eval_keys must be distinct problem keys.")
-  sft, rl = streams.training_keys(task, config, eval_keys)
+  eval_rows = tasks_lib.heldout_problems(task, config.seed, eval_keys.size)
+  if not np.array_equal(task.problem_keys(eval_rows), eval_keys):
+    raise ValueError("eval_keys must be the config's held-out problems, in evaluation order.")
+  eval_prompts = [task.example(row).prompt for row in eval_rows]
+  reject = answer_overlap.sft_reject(task, config, eval_prompts)
+  sft_rows, rl_rows = streams.training_problems(task, config, eval_keys, sft_reject=reject)
+  sft, rl = task.problem_keys(sft_rows), task.problem_keys(rl_rows)
   both = np.concatenate([sft, rl])
   near = near_eval_problems(task, both, eval_keys)
+  seen = answer_overlap.answer_seen(task, sft_rows, eval_prompts)
   return {
     "task": task.name,
     "key": task.key_description,
@@ -122,6 +143,11 @@ def make_split(
     "near_eval_problems": int(near.sum()),
     "near_eval_share": float(near.mean()) if near.size else 0.0,
     "near_definition": task.near_description,
+    "novel_answers": answer_overlap.novel_answers(config),
+    "answer_seen": seen.seen.tolist(),
+    "answer_seen_examples": seen.examples,
+    "answer_seen_share": seen.share,
+    "answer_seen_rule": answer_overlap.RULE,
   }
 
 

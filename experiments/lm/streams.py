@@ -24,7 +24,7 @@ Two draws use streams of their own outside this module: the evaluation problems
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 import jax
 import ml_collections
@@ -61,9 +61,14 @@ def sft_problems(
   step: int,
   batch_size: int,
   exclude: Collection[int] | np.ndarray,
+  *,
+  reject: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
-  """The ``batch_size`` problem rows of SFT step ``step`` (no key in ``exclude``)."""
-  return tasks_lib.draw_problems(task, sft_rng(seed, step), batch_size, exclude=exclude)
+  """The ``batch_size`` problem rows of SFT step ``step`` (no key in ``exclude``; with
+  ``reject``, none that it rejects: ``answer_overlap.sft_reject``)."""
+  return tasks_lib.draw_problems(
+    task, sft_rng(seed, step), batch_size, exclude=exclude, reject=reject
+  )
 
 
 def rl_problems(
@@ -77,22 +82,38 @@ def rl_problems(
   return tasks_lib.draw_problems(task, rl_rng(seed, step), prompts_per_step, exclude=exclude)
 
 
+def training_problems(
+  task: tasks_lib.Task,
+  config: ml_collections.ConfigDict,
+  exclude: Collection[int] | np.ndarray,
+  *,
+  sft_reject: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+  """Rows of every problem the run draws: ``(sft [steps * batch, F], rl [steps * prompts,
+  F])``, in step order, from ``sft_problems`` and ``rl_problems`` as the trainer calls
+  them (``sft_reject``: the SFT draws' ``reject``)."""
+  excluded = np.sort(np.fromiter(exclude, np.int64))
+  c = config
+  sft = [
+    sft_problems(task, c.seed, s, c.sft.batch_size, excluded, reject=sft_reject)
+    for s in range(1, c.sft.steps + 1)
+  ]
+  rl = [
+    rl_problems(task, c.seed, s, c.rl.prompts_per_step, excluded) for s in range(1, c.rl.steps + 1)
+  ]
+  width = task.sample_problems(np.random.default_rng(0), 1).shape[1]  # Of a stage with no steps.
+  empty = np.zeros((0, width), np.int64)
+  return np.concatenate(sft or [empty]), np.concatenate(rl or [empty])
+
+
 def training_keys(
   task: tasks_lib.Task,
   config: ml_collections.ConfigDict,
   exclude: Collection[int] | np.ndarray,
+  *,
+  sft_reject: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
   """Keys of every problem the run draws: ``(sft [steps * batch], rl [steps * prompts])``,
-  in step order, from ``sft_problems`` and ``rl_problems`` as the trainer calls them."""
-  excluded = np.sort(np.fromiter(exclude, np.int64))
-  c = config
-  sft = [
-    task.problem_keys(sft_problems(task, c.seed, s, c.sft.batch_size, excluded))
-    for s in range(1, c.sft.steps + 1)
-  ]
-  rl = [
-    task.problem_keys(rl_problems(task, c.seed, s, c.rl.prompts_per_step, excluded))
-    for s in range(1, c.rl.steps + 1)
-  ]
-  empty = np.zeros(0, np.int64)
-  return np.concatenate(sft or [empty]), np.concatenate(rl or [empty])
+  in step order (the keys of ``training_problems``)."""
+  sft, rl = training_problems(task, config, exclude, sft_reject=sft_reject)
+  return task.problem_keys(sft), task.problem_keys(rl)

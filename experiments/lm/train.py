@@ -182,7 +182,7 @@ class Experiment:
     since_step, since = start, time.perf_counter()  # Throughput since the last record.
     for step in range(start + 1, c.steps + 1):
       problems = streams.sft_problems(
-        parts.task, self.config.seed, step, c.batch_size, parts.exclude
+        parts.task, self.config.seed, step, c.batch_size, parts.exclude, reject=parts.sft_reject
       )
       tokens, mask = sft.make_batch(parts.task, problems)
       params, opt_state, metrics = update(

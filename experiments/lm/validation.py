@@ -115,6 +115,10 @@ def _model(config: ml_collections.ConfigDict) -> None:
 def _task(config: ml_collections.ConfigDict) -> tasks_lib.Task:
   name = _choice(config, "task.name", sorted(tasks_lib.TASKS))
   kwargs = _value(config, "task.kwargs")
+  # Optional (absent: False), so that configs without it keep their config.json.
+  novel = config.task.get("novel_answers", False)
+  if not isinstance(novel, bool):
+    raise ConfigError(f"config.task.novel_answers={novel!r} must be True or False.")
   try:
     return tasks_lib.make_task(name, **dict(kwargs))
   except (TypeError, ValueError) as e:

@@ -29,6 +29,10 @@ common, program problems whose hidden functions share all coefficients but one. 
 held-out problem with a near training problem tests less generalisation than its key
 alone suggests; ``splits`` counts them.
 
+**Answers.** A task may also say which reference solutions solve which problems
+(``AnswerIndexed``: ``answer_signatures``, ``solver_signatures``); ``answer_overlap``
+uses it to find held-out problems whose answer the warm start shows verbatim.
+
 Modules: ``base`` (the ``Task`` protocol), ``tokenizer``, ``problems`` (draws,
 held-out problems, batch scoring), ``registry`` (``TASKS``, ``register``,
 ``make_task``) and one module per task: ``countdown``, ``addition``, ``program``.
@@ -36,6 +40,7 @@ Importing this package registers the three tasks.
 """
 
 from experiments.lm.tasks.addition import Addition
+from experiments.lm.tasks.base import AnswerIndexed
 from experiments.lm.tasks.base import Example
 from experiments.lm.tasks.base import Score
 from experiments.lm.tasks.base import Task
@@ -65,6 +70,7 @@ __all__ = [
   "TASKS",
   "VOCAB_SIZE",
   "Addition",
+  "AnswerIndexed",
   "Countdown",
   "Example",
   "Program",

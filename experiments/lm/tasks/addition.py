@@ -75,6 +75,16 @@ class Addition:
     """``[num, 2]``: the two addends; two problems share one when they share an addend."""
     return np.stack(np.divmod(np.asarray(keys, np.int64), 10**self.num_digits), axis=1)
 
+  def answer_signatures(self, problems: np.ndarray) -> np.ndarray:
+    """The sums: the reference solution, the zero-padded sum, solves every problem
+    with that sum (``"0371+0958="`` and ``"0958+0371="`` and ``"0329+1000="``). ``[num]``."""
+    return np.sum(np.asarray(problems, np.int64), axis=1)
+
+  def solver_signatures(self, keys: np.ndarray) -> np.ndarray:
+    """``[num, 1]``: the sum of each problem's addends."""
+    low, high = np.divmod(np.asarray(keys, np.int64), 10**self.num_digits)
+    return (low + high)[:, None]
+
   def key_text(self, key: int) -> str:
     """``"371+958"``: the smaller addend first."""
     key = base.check_key(key, 10 ** (2 * self.num_digits))

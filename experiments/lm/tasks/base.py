@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import dataclasses
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -92,6 +92,29 @@ class Task(Protocol):
 
   def score(self, prompt: str, completion: str) -> Score:
     """Both rewards of ``completion`` (text) for ``prompt``."""
+    ...
+
+
+@runtime_checkable
+class AnswerIndexed(Protocol):
+  """A task that indexes which reference solutions solve which problems (optional).
+
+  ``answer_overlap`` uses it to find, without scoring every pair, the held-out
+  problems that a warm-start solution string solves. The contract, for every row
+  ``r`` of ``sample_problems`` and problem key ``k``: ``example(r).solution`` scores
+  ``binary`` 1 on every prompt with key ``k`` exactly when
+  ``answer_signatures(r)`` is among ``solver_signatures(k)``. A task without these
+  methods is measured by scoring every distinct solution on every problem.
+  """
+
+  def answer_signatures(self, problems: np.ndarray) -> np.ndarray:
+    """``[num]`` int64: what decides which problems each row's reference solution
+    solves (>= 0)."""
+    ...
+
+  def solver_signatures(self, keys: np.ndarray) -> np.ndarray:
+    """``[num, m]`` int64: the answer signatures of the reference solutions that solve
+    each problem key (repeats allowed)."""
     ...
 
 

@@ -8,6 +8,7 @@ an expression that obeys the rules. Key: the multiset of numbers and the target.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import ClassVar
 
 import numpy as np
@@ -185,6 +186,34 @@ class Countdown:
     numbers, target = self._decode(keys)
     n = self.num_numbers
     columns = [self._keys(np.delete(numbers, i, axis=1), target) for i in range(n)]
+    return np.stack(columns, axis=1)
+
+  def answer_signatures(self, problems: np.ndarray) -> np.ndarray:
+    """The key of each reference solution's used numbers (a multiset) and value.
+
+    A solution over the multiset U with value v solves a problem (N, t) exactly when
+    v = t and U lies in N (``score``: each number at most as often as given; a
+    reference solution uses at least ``min_used``). Its value is the row's target.
+    Encoded as ``problem_keys`` encodes keys, U sorted and padded in front with
+    zeros, which no number is, so multisets of different sizes do not collide.
+    ``[num]``.
+    """
+    n = self.num_numbers
+    values = np.take_along_axis(problems[:, :n], problems[:, n + 1 : 2 * n + 1], axis=1)
+    used = np.where(np.arange(n) < problems[:, n : n + 1], values, 0)
+    return self._keys(np.sort(used, axis=1), problems[:, 3 * n])
+
+  def solver_signatures(self, keys: np.ndarray) -> np.ndarray:
+    """The answer signatures that solve each problem: every sub-multiset of its
+    numbers with at least ``min_used`` of them, with its target.
+    ``[num, sum_{j >= min_used} C(num_numbers, j)]``."""
+    numbers, target = self._decode(keys)  # Sorted: every subset is sorted too.
+    n = self.num_numbers
+    columns = [
+      self._keys(numbers[:, list(subset)], target)
+      for size in range(self.min_used, n + 1)
+      for subset in itertools.combinations(range(n), size)
+    ]
     return np.stack(columns, axis=1)
 
   def key_text(self, key: int) -> str:

@@ -3,7 +3,7 @@ held-out evaluation problems, and rewards of a batch of completions."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -32,11 +32,14 @@ def draw_problems(
   num: int,
   *,
   exclude: Collection[int] | np.ndarray = frozenset(),
+  reject: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
-  """``num`` problem rows whose keys are not in ``exclude`` (held-out problem keys).
+  """``num`` problem rows whose keys are not in ``exclude`` (held-out problem keys)
+  and, with ``reject`` (rows -> ``[num]`` bool), for which ``reject`` is False.
 
   Draws rounds of ``num`` rows and keeps, in order, those with allowed keys, so the
-  result is a deterministic function of the generator's state.
+  result is a deterministic function of the generator's state (and of ``reject``,
+  which must be a function of the rows only: ``answer_overlap.answer_filter``).
   """
   excluded = _sorted_keys(exclude)
   parts: list[np.ndarray] = []
@@ -44,6 +47,8 @@ def draw_problems(
   while True:
     rows = task.sample_problems(rng, num)
     rows = rows[~contains(excluded, task.problem_keys(rows))]
+    if reject is not None:
+      rows = rows[~np.asarray(reject(rows), bool)]
     parts.append(rows)
     have += len(rows)
     rounds += 1
@@ -51,7 +56,8 @@ def draw_problems(
       return np.concatenate(parts)[:num]
     if rounds >= 1000:
       raise RuntimeError(
-        f"Task {task.name} cannot produce problems outside the {len(excluded)} held-out keys."
+        f"Task {task.name} cannot produce problems outside the {len(excluded)} held-out keys"
+        + (" whose reference solutions solve no held-out problem." if reject else ".")
       )
 
 

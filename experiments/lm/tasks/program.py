@@ -238,6 +238,21 @@ class Program:
       columns.append(wild @ wide)
     return np.stack(columns, axis=1)
 
+  def answer_signatures(self, problems: np.ndarray) -> np.ndarray:
+    """The problem keys: a reference solution solves exactly its own problem.
+
+    It is f's canonical polynomial, of degree <= ``degree``; it passes another
+    problem's hidden inputs (at least ``degree + 1`` of them, whatever the prompt
+    shows) only if it equals that problem's polynomial there, hence everywhere (their
+    difference has degree <= ``degree`` and more roots). So held out by key is held
+    out at the answer level for this task. ``[num]``.
+    """
+    return self.problem_keys(problems)
+
+  def solver_signatures(self, keys: np.ndarray) -> np.ndarray:
+    """``[num, 1]``: the key itself (see ``answer_signatures``)."""
+    return np.asarray(keys, np.int64)[:, None]
+
   def key_text(self, key: int) -> str:
     """``"f=3*x+20"``: the hidden function's canonical form."""
     key = base.check_key(key, (2 * self.max_coef + 1) ** (self.degree + 1))

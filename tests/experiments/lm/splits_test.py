@@ -57,6 +57,10 @@ def test_no_shipped_config_trains_on_an_evaluation_problem(name, config):
   assert split["sft_draws"] == config.sft.steps * config.sft.batch_size
   assert split["rl_draws"] == config.rl.steps * config.rl.prompts_per_step
   assert 0 < split["distinct_training_problems"] <= split["sft_draws"] + split["rl_draws"]
+  seen = split["answer_seen"]
+  assert len(seen) == len(split["answer_seen_examples"]) == len(eval_keys)
+  assert split["answer_seen_share"] == pytest.approx(sum(seen) / len(seen))
+  assert [x is not None for x in split["answer_seen_examples"]] == seen
   json.dumps(split)  # JSON-ready.
 
 
