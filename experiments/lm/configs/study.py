@@ -63,15 +63,18 @@ experiments/lm/study_summary.py)::
 (experiments/lm/provenance.py), and the summary refuses a study whose runs used more
 than one commit or a checkout with uncommitted changes
 (experiments/lm/study/commits.py). Commits may be declared value-equivalent in
-``EQUIVALENT_COMMITS`` only with a test that shows it, committed with the declaration:
-for each pair of the group, the test checks out both commits with ``git worktree
-add``, runs ``python -m experiments.lm --config=experiments/lm/configs/tiny.py:micro``
-in each (``JAX_PLATFORMS=cpu``, one device) and asserts that the two
-``metrics.jsonl`` files are equal byte for byte (``metrics.jsonl`` is a deterministic
-function of the config; ``throughput.jsonl`` and ``run.json`` are not compared). A
-change that alters any value fails it, and such commits are not equivalent. The
-runs of this study predate ``run.json``, so ``REQUIRE_PROVENANCE`` is False: the
-summary lists them as runs without a record, and checks no design note.
+``EQUIVALENT_COMMITS`` only with the test that shows it passing: for the first
+commit of each group and each other one, the code of both (their tracked files,
+``git archive``) runs ``python -m experiments.lm
+--config=experiments/lm/configs/tiny.py:micro`` on one CPU device, and the two
+``metrics.jsonl`` files must be equal byte for byte (``metrics.jsonl`` is a
+deterministic function of the config; ``throughput.jsonl`` and ``run.json`` are not
+compared). A change that alters any value fails it, and such commits are not
+equivalent. tests/experiments/lm/provenance_test.py runs it for every pair declared
+here (``test_declared_equivalent_commits_write_the_same_metrics``; about a minute
+per commit on 2 CPU cores). The runs of this study predate ``run.json``, so
+``REQUIRE_PROVENANCE`` is False: the summary lists them as runs without a record,
+and checks no design note.
 """
 
 import ml_collections
@@ -150,6 +153,6 @@ CONTRASTS = (
 # experiments/lm/study/commits.py: these runs predate run.json (False lets the summary
 # read them); a new study keeps the default, True.
 REQUIRE_PROVENANCE = False
-# Groups of commits (hashes or >= 7-digit prefixes) declared value-equivalent, each with
-# the test the docstring describes; a study whose runs span commits of one group passes.
+# Groups of commits (hashes or >= 7-digit prefixes) declared value-equivalent, each pair
+# tested as the docstring says; a study whose runs span commits of one group passes.
 EQUIVALENT_COMMITS: tuple[tuple[str, ...], ...] = ()

@@ -6,6 +6,7 @@ sessions) is checked by end_to_end_test.py on its module's runs."""
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -13,7 +14,10 @@ from experiments.lm import provenance
 from experiments.lm import train
 from experiments.lm import validation
 from experiments.lm import workdir as workdir_lib
+from experiments.lm.configs import study as study_config
 from experiments.lm.configs import tiny
+from tests import REPO_ROOT
+from tests import WAIT_S
 
 # Every field of a session (the module docstring's schema).
 SESSION_FIELDS = {
@@ -195,3 +199,51 @@ def test_study_design_must_be_a_repository_path(path):
     config.study_design = path
   with pytest.raises(validation.ConfigError, match=r"config\.study_design="):
     validation.validate_config(config)
+
+
+def micro_metrics_at(commit, folder, cache_dir):
+  """metrics.jsonl of ``configs/tiny.py:micro`` run by the code of ``commit`` (its
+  tracked files, extracted with ``git archive`` into ``folder``: the repository and
+  its worktrees are left as they are), on one CPU device."""
+  tree, archive = os.path.join(folder, "code"), os.path.join(folder, "code.tar")
+  os.makedirs(tree)
+  subprocess.run(["git", "archive", f"--output={archive}", commit], cwd=REPO_ROOT, check=True)
+  subprocess.run(["tar", "-xf", archive, "-C", tree], check=True)
+  workdir = os.path.join(folder, "run")
+  env = {
+    **os.environ,
+    "PYTHONPATH": tree,
+    "JAX_PLATFORMS": "cpu",
+    "JAX_COMPILATION_CACHE_DIR": str(cache_dir),
+  }
+  subprocess.run(
+    [
+      sys.executable,
+      "-m",
+      "experiments.lm",
+      "--config=experiments/lm/configs/tiny.py:micro",
+      f"--workdir={workdir}",
+    ],
+    cwd=tree,
+    env=env,
+    check=True,
+    capture_output=True,
+    timeout=WAIT_S,
+  )
+  with open(os.path.join(workdir, "metrics.jsonl"), "rb") as f:
+    return f.read()
+
+
+def equivalent_pairs(groups):
+  """(first, other) for every other commit of each declared group."""
+  return [(group[0], other) for group in groups for other in group[1:]]
+
+
+# The test each EQUIVALENT_COMMITS declaration of the study config needs (its
+# docstring): none declared, none run.
+@pytest.mark.parametrize("a, b", equivalent_pairs(study_config.EQUIVALENT_COMMITS))
+def test_declared_equivalent_commits_write_the_same_metrics(a, b, tmp_path):
+  cache = tmp_path / "jax_cache"
+  assert micro_metrics_at(a, str(tmp_path / "a"), cache) == micro_metrics_at(
+    b, str(tmp_path / "b"), cache
+  )
