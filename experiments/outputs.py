@@ -100,21 +100,26 @@ def flag_values(module_names: Sequence[str] | None = None) -> dict[str, Any]:
   return dict(sorted(out.items()))
 
 
-def write_config(out_dir: str, config: Mapping[str, Any]) -> str:
-  """Writes ``config`` as pretty JSON to ``out_dir/config.json``; returns the path.
+def write_json(path: str, value: Any) -> str:
+  """Writes ``value`` as pretty JSON (sorted keys) to ``path``; returns the path.
 
   The file is written to a temporary name and renamed, so a killed run leaves either
-  the previous ``config.json`` or the new one, never a torn file.
+  the previous file or the new one, never a torn file.
   """
-  path = os.path.join(out_dir, "config.json")
   tmp = path + ".tmp"
   with open(tmp, "w") as f:
-    json.dump(dict(config), f, indent=2, sort_keys=True, default=str)
+    json.dump(value, f, indent=2, sort_keys=True, default=str)
     f.write("\n")
     f.flush()
     os.fsync(f.fileno())
   os.replace(tmp, path)
   return path
+
+
+def write_config(out_dir: str, config: Mapping[str, Any]) -> str:
+  """Writes ``config`` to ``out_dir/config.json`` (atomically, :func:`write_json`);
+  returns the path."""
+  return write_json(os.path.join(out_dir, "config.json"), dict(config))
 
 
 def write_results_csv(

@@ -12,9 +12,10 @@ runs are listed and left alone. Each finished run is copied to
 ``--dest/<run folder name>/`` with only the files of :data:`ARCHIVED` (the run's
 per-problem, per-step and split files: everything ``experiments.lm.study_summary``
 reads), not ``metrics.jsonl``, ``throughput.jsonl``, ``log.txt`` or
-``checkpoints/``, which are too big to commit. ``launch_status.json`` is copied when
-present (a run started by hand has none); every other file of :data:`ARCHIVED` must
-be there.
+``checkpoints/``, which are too big to commit. ``launch_status.json`` and ``run.json``
+(the run's commit and sessions) are copied when present (a run started by hand has no
+launch status, a run older than ``run.json`` none); every other file of
+:data:`ARCHIVED` must be there.
 
 The copy is all or nothing and idempotent:
 
@@ -55,9 +56,12 @@ ARCHIVED = (
   "steps.csv",
   "reward_hist.csv",
   "launch_status.json",
+  "run.json",
 )
-# Archived when present: launch.local's record (a run started by hand has none).
-OPTIONAL = ("launch_status.json",)
+# Archived when present: launch.local's record (a run started by hand has none) and the
+# run's provenance (runs before experiments/lm/provenance.py have none; a study that
+# requires it is refused by experiments.lm.study_summary, not here).
+OPTIONAL = ("launch_status.json", "run.json")
 # The files that mark a folder as a run (experiments.lm.main's and launch.local's).
 RUN_MARKERS = ("config.json", "launch_status.json")
 
@@ -113,7 +117,7 @@ def plan(study_dir: str, dest: str, *, overwrite: bool = False) -> Plan:
 
   Raises:
     ArchiveError: if ``study_dir`` is not a folder, a finished run lacks a file of
-      :data:`ARCHIVED` (besides ``launch_status.json``), a launch status is not
+      :data:`ARCHIVED` (besides those of :data:`OPTIONAL`), a launch status is not
       readable, or (without ``overwrite``) a run is archived in ``dest`` with other
       contents.
   """

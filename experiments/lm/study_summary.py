@@ -24,7 +24,17 @@ no config.json; and every file readable and well formed (steps.csv: numbers
 where numbers belong, every RL row complete, no repeated step, the RL runs of its
 prompts.csv, the same number of RL steps in every seed of a task).
 --allow_incomplete summarises the finished runs of an incomplete study instead;
-its README then names every missing run before anything else. The title names the
+its README then names every missing run before anything else.
+
+The runs' code is checked too, from each run's run.json (experiments/lm/provenance.py;
+experiments.lm.study.commits): the summary stops, naming the runs and commits, when
+any session ran from a checkout with uncommitted changes to tracked files, or the
+sessions used more than one commit, unless all of them fall in one group of
+EQUIVALENT_COMMITS of configs/study.py (commits declared value-equivalent, each with
+its test). Unless configs/study.py sets REQUIRE_PROVENANCE = False (a study run before
+run.json existed), it stops as well when a run has no run.json, a session no known
+commit, or the runs do not all record one design note (config.study_design)
+committed before each run's first session started. The title names the
 method families and counts the tasks and seeds summarised.
 
 Two kinds of interval, because the seeds of the study differ in everything: each
@@ -106,6 +116,10 @@ folders hold theirs, and at 1024 binning samples it would be large):
 * reward_hist.csv: per task, evaluation and reward bin
   (experiments.lm.report_rows.REWARD_BINS), the samples' count summed over
   seeds, its fraction of all samples, and each seed's fraction;
+* provenance.csv (when some run has a run.json): per run, its commit(s) in session
+  order, dirty (any session from a modified checkout), sessions, its first
+  started_utc and last ended_utc, hours (the sessions' wall time; a killed session
+  has no end and counts 0), device_kind and design_commit;
 * splits.csv: per run, the held-out split (split.json): evaluation problems,
   distinct training problems, overlap (0; anything else stops the summary), and
   near_eval_problems, near_eval_share, near_definition (held-out problems
@@ -121,7 +135,9 @@ folders hold theirs, and at 1024 binning samples it would be large):
   one label and colour in every panel and figure; where two runs train identically
   up to a step by construction (an annealed k schedule and the constant run at its
   first k), the training figure marks the step and says so;
-* README.md: in this order the runs (minutes each), the declared contrasts
+* README.md: in this order the runs (minutes each), their provenance (a row per
+  commit: dirty, runs, first start, last end, device kinds, hours, design note
+  commit), the declared contrasts
   (uncorrected and Holm p), the warm start (last pass@1 per seed and how many lie in
   [0.1, 0.3]), training dynamics, pass@k / max@k at k = 1, 4, 16, n, crossings, each
   method at its own k_opt against base and GRPO, base-unsolved problems, PKPO's

@@ -30,7 +30,8 @@ prompt poses one of them in any form. The base model is evaluated twice, on
 independent samples: once for its results, once (``bin_correct``) to bin the
 problems by difficulty (``reporting``).
 
-Outputs in ``workdir``: ``config.json``, ``metrics.jsonl``, ``throughput.jsonl``,
+Outputs in ``workdir``: ``config.json``, ``run.json`` (each invocation's commit,
+machine and times: ``provenance``), ``metrics.jsonl``, ``throughput.jsonl``,
 ``split.json`` (the evaluation problems, the distinct training problems drawn,
 ``overlap`` = 0) and, once every stage is done, the tables and figures of
 ``final_outputs``.
@@ -55,6 +56,7 @@ from experiments.lm import final_outputs
 from experiments.lm import log_schedule
 from experiments.lm import parallel
 from experiments.lm import prompt_records
+from experiments.lm import provenance
 from experiments.lm import rl
 from experiments.lm import rl_step
 from experiments.lm import runs as runs_lib
@@ -359,19 +361,22 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> list[dict[str, Any]]
   rows (process 0; the other processes of a multi-host run return none).
 
   Raises:
-    validation.ConfigError: a bad config value (before anything is written).
+    validation.ConfigError: a bad config value or design note (before any write).
     workdir_lib.WorkdirError: the workdir is in use, holds another config, or its log
-      or a checkpoint is damaged.
+      or a checkpoint (or ``run.json``) is damaged.
   """
   valid = validation.validate_config(config, device_count=jax.device_count())
+  design = provenance.design_note(config.study_design)
   mesh = parallel.make_mesh(config.num_devices)
   record = {
     **config.to_dict(),
     "workdir": os.path.abspath(workdir),
     "num_devices_used": int(mesh.size),
   }
-  with workdir_lib.claim(workdir, record, writer=jax.process_index() == 0) as path:
-    return Experiment(components_lib.build(valid, mesh), path).run()
+  writer = jax.process_index() == 0
+  with workdir_lib.claim(workdir, record, writer=writer) as path:
+    with provenance.recorded(path, design, writer=writer):  # run.json's session.
+      return Experiment(components_lib.build(valid, mesh), path).run()
 
 
 def initialize_distributed(enabled: bool) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import dataclasses
 import math
 import numbers
+import os
 from typing import Any
 
 import ml_collections
@@ -204,6 +205,19 @@ def _mesh(config: ml_collections.ConfigDict, device_count: int) -> None:
       _check_divides(f"config.eval.num_prompts (or chunk_prompts) * config.{field}", rows, mesh)
 
 
+def _study_design(config: ml_collections.ConfigDict) -> None:
+  """Empty, or a path inside the repository relative to its root (whether it is
+  committed is checked by ``provenance.design_note``)."""
+  path = _value(config, "study_design")
+  if not isinstance(path, str) or (
+    path and (os.path.isabs(path) or os.path.normpath(path).split(os.sep)[0] == "..")
+  ):
+    raise ConfigError(
+      f"config.study_design={path!r} must be '' or a path relative to the repository root "
+      "(e.g. 'docs/lm_study/DESIGN.md')."
+    )
+
+
 def validate_config(
   config: ml_collections.ConfigDict, *, device_count: int | None = None
 ) -> ValidConfig:
@@ -231,6 +245,7 @@ def validate_config(
   _eval(config)
   _integer(config, "log_every", 1)
   _integer(config, "checkpoint_every", 1)
+  _study_design(config)
   if device_count is not None:
     _mesh(config, device_count)
   return ValidConfig(config, task, runs)

@@ -58,6 +58,23 @@ refuses an incomplete study unless ``--allow_incomplete``; see
 experiments/lm/study_summary.py)::
 
   python -m experiments.lm.study_summary --study_dir=docs/lm_study/runs --workdir=docs/lm_study
+
+**Provenance.** Each run records the commit it ran in ``run.json``
+(experiments/lm/provenance.py), and the summary refuses a study whose runs used more
+than one commit or a checkout with uncommitted changes
+(experiments/lm/study/commits.py). Commits may be declared value-equivalent in
+``EQUIVALENT_COMMITS`` only with the test that shows it passing: for the first
+commit of each group and each other one, the code of both (their tracked files,
+``git archive``) runs ``python -m experiments.lm
+--config=experiments/lm/configs/tiny.py:micro`` on one CPU device, and the two
+``metrics.jsonl`` files must be equal byte for byte (``metrics.jsonl`` is a
+deterministic function of the config; ``throughput.jsonl`` and ``run.json`` are not
+compared). A change that alters any value fails it, and such commits are not
+equivalent. tests/experiments/lm/provenance_test.py runs it for every pair declared
+here (``test_declared_equivalent_commits_write_the_same_metrics``; about a minute
+per commit on 2 CPU cores). The runs of this study predate ``run.json``, so
+``REQUIRE_PROVENANCE`` is False: the summary lists them as runs without a record,
+and checks no design note.
 """
 
 import ml_collections
@@ -135,3 +152,12 @@ CONTRASTS = (
     "max_at_k_k8-60-1", "max_at_k_k8", "pass", 1, "annealed 8 -> 1 vs k_opt = 8 at pass@1"
   ),
 )
+
+
+# ------------------------------------------------------------------ provenance
+# experiments/lm/study/commits.py: these runs predate run.json (False lets the summary
+# read them); a new study keeps the default, True.
+REQUIRE_PROVENANCE = False
+# Groups of commits (hashes or >= 7-digit prefixes) declared value-equivalent, each pair
+# tested as the docstring says; a study whose runs span commits of one group passes.
+EQUIVALENT_COMMITS: tuple[tuple[str, ...], ...] = ()

@@ -125,6 +125,10 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
   c.eval = _eval()
   c.log_every = 1
   c.checkpoint_every = 5
+  # A study's design note, relative to the repository root (e.g. "docs/lm_study/DESIGN.md"):
+  # the run starts only when it is committed, and records its commit in run.json
+  # (experiments/lm/provenance.py). "": none.
+  c.study_design = ""
   if variant == "micro":
     _micro(c)
   elif variant:

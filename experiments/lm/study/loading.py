@@ -8,6 +8,7 @@ import dataclasses
 import os
 
 from experiments.lm.configs import study as study_config
+from experiments.lm.study import commits
 from experiments.lm.study import files
 from experiments.lm.study import runs as runs_lib
 
@@ -38,6 +39,7 @@ class Study:
 
   runs: tuple[runs_lib.Run, ...]
   missing: tuple[str, ...]  # "<task> seed <s>: <why>" or "<folder>: <why>", one per run.
+  provenance: tuple[commits.RunRecord, ...] = ()  # Each run's run.json, in the order of runs.
 
   @property
   def seeds(self) -> list[int]:
@@ -163,8 +165,10 @@ def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
   Raises:
     StudyError: if the folder holds no finished run, a run is missing (see above,
       unless ``allow_incomplete``), a run's task or seed is not one of the study's,
-      two runs share a task and seed, the seeds of a task ran different methods, or
-      a file is unreadable or malformed (naming it).
+      two runs share a task and seed, the seeds of a task ran different methods, a
+      file is unreadable or malformed (naming it), or the runs' code is not accounted
+      for (``run.json``: :func:`experiments.lm.study.commits.check`, with the study
+      config's ``REQUIRE_PROVENANCE`` and ``EQUIVALENT_COMMITS``).
   """
   if not os.path.isdir(study_dir):
     raise files.StudyError(f"--study_dir={study_dir!r} is not a folder.")
@@ -196,7 +200,13 @@ def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
     methods = {tuple(e.run for e in r.evals) for r in runs if r.task == task}
     if len(methods) != 1:
       raise files.StudyError(f"The seeds of task {task} ran different methods: {sorted(methods)}.")
-  return Study(runs=tuple(runs), missing=tuple(missing))
+  records = commits.read_records(runs)
+  commits.check(
+    records,
+    require=getattr(study_config, "REQUIRE_PROVENANCE", True),
+    equivalent=getattr(study_config, "EQUIVALENT_COMMITS", ()),
+  )
+  return Study(runs=tuple(runs), missing=tuple(missing), provenance=tuple(records))
 
 
 def tasks_of(runs: Iterable[runs_lib.Run]) -> list[str]:

@@ -1,8 +1,9 @@
 """The study's README (``report_markdown``): rendering only, from the tables of
 :mod:`experiments.lm.study.evaluation_tables` and
 :mod:`experiments.lm.study.training_tables`. This module holds the title, the
-runs, the declared contrasts, the warm start and the training dynamics; the other
-sections are in :mod:`experiments.lm.study.report_sections`."""
+runs, the declared contrasts, the warm start and the training dynamics; the runs'
+provenance is :mod:`experiments.lm.study.commits`'s, the other sections are in
+:mod:`experiments.lm.study.report_sections`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 import math
 from typing import Any
 
+from experiments.lm.study import commits
 from experiments.lm.study import loading
 from experiments.lm.study import markdown as md
 from experiments.lm.study import methods as methods_lib
@@ -236,8 +238,8 @@ def report_markdown(
 ) -> str:
   """README.md of the summary folder from the computed ``tables``
   (:func:`experiments.lm.study.summary.compute_tables`): (first, the runs
-  ``missing`` from an incomplete study) the runs, the declared contrasts, then the
-  exploratory sections in the order of the module docstring of
+  ``missing`` from an incomplete study) the runs, their provenance, the declared
+  contrasts, then the exploratory sections in the order of the module docstring of
   :mod:`experiments.lm.study_summary`."""
   tasks = loading.tasks_of(runs)
   declared = tables["contrasts.csv"]
@@ -245,6 +247,7 @@ def report_markdown(
   lines += _incomplete_note(missing)
   lines += [_REPORT_HEADER]
   lines += _runs_section(runs)
+  lines += commits.provenance_section(tables.get("provenance.csv", []), len(runs))
   lines += ["## Declared contrasts", "", _DECLARED_NOTE.format(m=len(declared))]
   lines += md.declared_table(declared)
   if tables["dynamics.csv"]:

@@ -11,6 +11,7 @@ from typing import Any
 from absl import logging
 
 from experiments import outputs
+from experiments.lm.study import commits
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import figures
 from experiments.lm.study import files
@@ -45,6 +46,7 @@ def compute_tables(study: loading.Study) -> tuple[Tables, dict[tuple[str, int], 
   tables["dynamics.csv"] = training_tables.dynamics_rows(runs, steps)
   tables["solved_training.csv"] = training_tables.solved_training_rows(runs, steps)
   tables["splits.csv"] = split_table.split_rows(runs)
+  tables["provenance.csv"] = commits.provenance_rows(study.provenance)
   return tables, steps
 
 

@@ -30,7 +30,7 @@ def _write_run(root, name, *, status="ok", skip=()):
 def _study(tmp_path):
   root = str(tmp_path / "study")
   _write_run(root, "a_seed0")
-  _write_run(root, "a_seed1", skip=("launch_status.json",))  # Started by hand.
+  _write_run(root, "a_seed1", skip=("launch_status.json", "run.json"))  # By hand, older code.
   _write_run(root, "a_seed2", status="running")
   _write_run(root, "a_seed3", skip=("results.csv",))
   os.makedirs(os.path.join(root, "summary"))  # Not a run: no config.json, no status.
@@ -47,7 +47,10 @@ def test_copies_only_the_committed_files_of_finished_runs(study, tmp_path):
   assert [u.split(":")[0] for u in done.unfinished] == ["a_seed2", "a_seed3"]
   assert sorted(os.listdir(dest)) == ["a_seed0", "a_seed1"]
   assert sorted(os.listdir(os.path.join(dest, "a_seed0"))) == sorted(archive_runs.ARCHIVED)
-  assert "launch_status.json" not in os.listdir(os.path.join(dest, "a_seed1"))
+  assert "run.json" in archive_runs.ARCHIVED  # The run's commit travels with it.
+  assert sorted(os.listdir(os.path.join(dest, "a_seed1"))) == sorted(
+    set(archive_runs.ARCHIVED) - {"launch_status.json", "run.json"}
+  )
   for f in archive_runs.ARCHIVED:
     with open(os.path.join(dest, "a_seed0", f)) as a, open(os.path.join(study, "a_seed0", f)) as b:
       assert a.read() == b.read()
@@ -56,6 +59,13 @@ def test_copies_only_the_committed_files_of_finished_runs(study, tmp_path):
   os.remove(os.path.join(study, "a_seed2", "launch_status.json"))
   done = archive_runs.archive(study, dest)
   assert done.copied == ("a_seed2",) and done.unchanged == ("a_seed0", "a_seed1")
+
+  # A run resumed once more (another session in run.json): refused like other results.
+  with open(os.path.join(study, "a_seed1", "run.json"), "w") as f:
+    f.write("a_seed1 sessions\n")
+  with pytest.raises(archive_runs.ArchiveError, match="a_seed1 already holds run a_seed1"):
+    archive_runs.archive(study, dest)
+  os.remove(os.path.join(study, "a_seed1", "run.json"))
 
   # A run rerun with other results: refused (nothing copied) unless --overwrite.
   with open(os.path.join(study, "a_seed0", "steps.csv"), "a") as f:

@@ -135,6 +135,8 @@ def test_two_processes_match_one_process_with_as_many_devices(tmp_path, cache_di
     os.listdir(single)
   )
   assert not any(n.startswith("process_") for n in os.listdir(multi))
+  (session,) = json.loads(_read(multi, "run.json"))["sessions"]  # Process 0's session alone.
+  assert (session["status"], session["num_devices"]) == ("finished", 4)
   for stage in ("sft", "rl_max_at_k_k2"):
     steps = sorted(os.listdir(multi / "checkpoints" / stage))
     assert steps == sorted(os.listdir(single / "checkpoints" / stage)), stage
@@ -162,3 +164,4 @@ def test_two_processes_match_one_process_with_as_many_devices(tmp_path, cache_di
   for index, (code, stderr) in enumerate(_two_processes(multi, cache_dir)):
     assert code == 0, f"process {index} (rerun): {stderr[-3000:]}"
   assert _read(multi, "metrics.jsonl") == before
+  assert len(json.loads(_read(multi, "run.json"))["sessions"]) == 2

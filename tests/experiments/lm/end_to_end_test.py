@@ -22,6 +22,7 @@ from experiments.lm import workdir as workdir_lib
 from experiments.lm.configs import tiny
 from tests import REPO_ROOT
 from tests import WAIT_S
+from tests.experiments.lm import provenance_test
 from tests.experiments.lm import reporting_test
 
 _ROOT = REPO_ROOT
@@ -87,6 +88,11 @@ def reference_run(tmp_path_factory, cache_dir):
   return workdir
 
 
+def _sessions(workdir):
+  with open(os.path.join(workdir, "run.json")) as f:
+    return json.load(f)["sessions"]
+
+
 def _csv(workdir, name):
   with open(os.path.join(workdir, name)) as f:
     return list(csv.DictReader(f))
@@ -94,6 +100,7 @@ def _csv(workdir, name):
 
 _OUTPUTS = (
   "config.json",
+  "run.json",
   "metrics.jsonl",
   "split.json",
   "results.csv",
@@ -115,6 +122,19 @@ def test_outputs(reference_run):
   with open(os.path.join(workdir, "config.json")) as f:
     config = json.load(f)
   assert config["rl"]["runs"] == "max_at_k@2:3:1,grpo"
+  # run.json: one session, every field, this checkout's commit (not in config.json).
+  (session,) = _sessions(workdir)
+  assert set(session) == provenance_test.SESSION_FIELDS
+  head = subprocess.run(
+    ["git", "rev-parse", "HEAD"], cwd=_ROOT, capture_output=True, text=True, check=True
+  )
+  assert session["commit"] == head.stdout.strip() and isinstance(session["dirty"], bool)
+  assert session["provenance_error"] is None and session["status"] == "finished"
+  assert session["started_utc"] <= session["ended_utc"]
+  assert (session["platform"], session["num_devices"]) == ("cpu", 1)
+  assert f"--workdir={workdir}" in session["argv"]
+  assert session["study_design"] == "" and session["design_commit"] is None
+  assert not {"commit", "started_utc", "host"} & set(config)
   rows = _csv(workdir, "results.csv")
   assert list(rows[0])[:11] == reporting_test.CONTRACT_COLUMNS
   n_eval, num_prompts = config["eval"]["n"], config["eval"]["num_prompts"]
@@ -212,6 +232,10 @@ def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp
   )
   # Every step exactly once, and identical to the uninterrupted run (same seed).
   assert _records(workdir) == _records(reference_run)
+  # Each invocation is a session; the killed ones are marked by the next.
+  sessions = _sessions(workdir)
+  assert [s["status"] for s in sessions] == ["killed", "killed", "finished"]
+  assert [s["ended_utc"] is None for s in sessions] == [True, True, False]
   for name in ("results.csv", "prompts.csv", "paired.csv", "split.json"):
     with open(os.path.join(workdir, name)) as f, open(os.path.join(reference_run, name)) as g:
       assert f.read() == g.read(), name
@@ -254,6 +278,9 @@ def test_rerun_is_a_noop_and_a_lost_log_is_refused(reference_run, cache_dir, tmp
   after = _snapshot(workdir)
   for name in ("metrics.jsonl", "results.csv", "prompts.csv", "split.json"):
     assert after[name] == before[name], name
+  sessions = _sessions(workdir)  # The rerun appended its own session.
+  assert sessions[0] == json.loads(before["run.json"])["sessions"][0]
+  assert [s["status"] for s in sessions] == ["finished", "finished"]
   config_before, config_after = (json.loads(x["config.json"]) for x in (before, after))
   assert config_after.pop("workdir") == str(workdir)  # A moved workdir resumes.
   config_before.pop("workdir")

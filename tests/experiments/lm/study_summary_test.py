@@ -358,12 +358,15 @@ def test_outputs_figures_and_report(out):
   ):
     assert os.path.getsize(os.path.join(out, name)) > 0, name
   assert not os.path.exists(os.path.join(out, "prompts.csv"))  # The runs hold theirs.
+  # Runs without run.json under configs/study.py's REQUIRE_PROVENANCE = False: no table.
+  assert not os.path.exists(os.path.join(out, "provenance.csv"))
   with open(os.path.join(out, "README.md")) as f:
     report = f.read()
   assert report.startswith("# LM study: base, GRPO and max@k, two tasks, three seeds\n")
   sections = [line for line in report.splitlines() if line.startswith("## ")]
   assert sections == [
     "## Runs",
+    "## Provenance",
     "## Declared contrasts",
     "## Warm start",
     "## Training dynamics",
