@@ -19,8 +19,8 @@ from experiments.lm.study import training_tables
 
 _REPORT_HEADER = """\
 Written by `python -m experiments.lm.study_summary` from the run folders of
-`python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study`
-(config `experiments/lm/configs/study.py`), or from their committed copies in
+`python -m launch.local --sweep=launch/sweeps/lm_study_8seed.json --out_root=out/lm_study_8seed`
+(config `experiments/lm/configs/study_8seed.py`), or from their committed copies in
 `runs/` (`python -m experiments.lm.archive_runs`); each run folder holds its own
 per-problem file `prompts.csv`. Each seed draws its own held-out problems, warm
 start, training problems and samples. The module docstrings of
@@ -35,7 +35,7 @@ difference paired within seeds, the plain Student-t interval otherwise].
 
 
 _DECLARED_NOTE = """\
-The comparisons fixed before the runs (`CONTRASTS` of `configs/study.py`; a − b,
+The comparisons fixed before the runs (`CONTRASTS` of `configs/study_8seed.py`; a − b,
 paired on the same problems within each seed; `contrasts.csv`). The interval over
 seeds is the Student-t interval with the between-seed variance floored at the
 within-seed one (the mean over seeds of each difference's squared standard error

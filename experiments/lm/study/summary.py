@@ -81,8 +81,8 @@ def contrasts_from_paired(paired_csv: str, out_dir: str) -> list[dict[str, Any]]
   (:func:`experiments.lm.study.evaluation_tables.contrast_rows`) from a study's
   gathered ``paired.csv`` alone, e.g. a committed summary whose run folders are gone::
 
-    python -m experiments.lm.study_summary --from_paired=docs/lm_study/paired.csv \\
-      --workdir=docs/lm_study
+    python -m experiments.lm.study_summary --from_paired=docs/lm_study_8seed/paired.csv \\
+      --workdir=docs/lm_study_8seed
 
   paired.csv's ``diff_se`` is each seed's standard error over problems, as the
   full summary uses it. Returns the rows.

@@ -1,6 +1,6 @@
-"""The committed 8-seed LM study (docs/lm_study) holds what it claims.
+"""The committed 8-seed LM study (docs/lm_study_8seed) holds what it claims.
 
-It covers every task, seed and run of configs/study.py; each run's results recompute
+It covers every task, seed and run of configs/study_8seed.py; each run's results recompute
 from its committed per-prompt file; its declared contrasts recompute from its paired
 file; every verdict follows its rule; and the repository README's LM-study section
 claims only what its contrasts.csv says.
@@ -16,12 +16,12 @@ import pytest
 
 from experiments.lm import contrasts
 from experiments.lm import report_rows
-from experiments.lm.configs import study as study_config
+from experiments.lm.configs import study_8seed as study_config
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import runs as runs_lib
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-DOCS = os.path.join(_ROOT, "docs", "lm_study")
+DOCS = os.path.join(_ROOT, "docs", "lm_study_8seed")
 
 
 def _read(path):
@@ -207,7 +207,7 @@ def test_annealed_and_constant_k_train_alike_up_to_the_switch():
     assert any(a[s] != b[s] for s in a if s > 61), path
 
 
-@pytest.mark.parametrize("folder", ["lm_study", "lm_study_3seed"])
+@pytest.mark.parametrize("folder", ["lm_study_8seed", "lm_study_3seed"])
 def test_every_committed_figure_is_at_least_900_px_wide(folder):
   paths = sorted(glob.glob(os.path.join(_ROOT, "docs", folder, "*.png")))
   assert paths
