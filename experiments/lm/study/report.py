@@ -228,16 +228,20 @@ def _dynamics_section(
 
 
 def report_markdown(
-  runs: Sequence[runs_lib.Run], tables: dict[str, list[dict[str, Any]]], missing: Sequence[str] = ()
+  runs: Sequence[runs_lib.Run],
+  tables: dict[str, list[dict[str, Any]]],
+  missing: Sequence[str] = (),
+  audit: Sequence[str] = (),
 ) -> str:
   """README.md of the summary folder from the computed ``tables``
-  (:func:`experiments.lm.study.summary.compute_tables`): (first, the runs
-  ``missing`` from an incomplete study) the runs, the declared contrasts, then the
-  exploratory sections in the order of the module docstring of
-  :mod:`experiments.lm.study_summary`."""
+  (:func:`experiments.lm.study.summary.compute_tables`): (first, an archived study's
+  ``audit`` lines, then the runs ``missing`` from an incomplete study) the runs, the
+  declared contrasts, then the exploratory sections in the order of the module
+  docstring of :mod:`experiments.lm.study_summary`."""
   tasks = loading.tasks_of(runs)
   declared = tables["contrasts.csv"]
   lines = [report_title(runs), ""]
+  lines += list(audit)
   lines += _incomplete_note(missing)
   lines += [_REPORT_HEADER]
   lines += _runs_section(runs)

@@ -50,6 +50,8 @@ SFT_EVALS = (500, 1000, 1500)  # SFT steps of the warm-start curve.
 def _three_seeds():
   with pytest.MonkeyPatch.context() as patch:
     patch.setattr(study_config, "SEEDS", SEEDS)
+    # The archived study's audit is tested in audit_test.py and, on these files, below.
+    patch.setattr(study_config, "AUDIT", False)
     yield
 
 
@@ -178,6 +180,20 @@ def _out(tmp_path_factory):
 def _read(path):
   with open(path, newline="") as f:
     return list(csv.DictReader(f))
+
+
+def test_a_config_with_audit_opens_the_readme_with_it(study, tmp_path, monkeypatch):
+  """AUDIT = True puts the audit after the title; runs of 5 RL steps are too short for
+  its KL and reward windows, which it says."""
+  monkeypatch.setattr(study_config, "AUDIT", True)
+  monkeypatch.setattr(figures, "write_figures", lambda *args: None)
+  summary_lib.summarize(study, str(tmp_path / "out"))
+  with open(tmp_path / "out" / "README.md") as f:
+    lines = f.read().splitlines()
+  assert lines[2] == "## Audit"
+  assert any(line.startswith("2. **Power.**") for line in lines)
+  assert f"the shortest has {RL_STEPS}." in " ".join(lines)
+  assert lines.index("## Audit") < lines.index("## Runs")
 
 
 def _t_interval(values):
