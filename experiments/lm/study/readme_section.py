@@ -386,7 +386,8 @@ def _design_paragraph(s: Sources) -> list[str]:
   per_task = len([r for r in rows if r["task"] == tasks[0]])
   hours = sum(s.run_seconds) / 3600
   sft_text = " and ".join(f"{'/'.join(map(str, sft[t]))} SFT steps on {t}" for t in tasks)
-  margins = sorted({margin_of(r) for r in rows if math.isfinite(margin_of(r))})
+  # Margins of the contrasts tested for equivalence (a margin may serve power alone).
+  margins = sorted({margin_of(r) for r in rows if math.isfinite(_float(r, "p_equivalence_holm"))})
   return [
     f"The 8-seed study is archived in [`{s.docs}/`]({s.docs}/README.md) with an audit of what "
     "does not hold at the top of its README; a new study is being designed.",

@@ -6,6 +6,7 @@ lo, hi), not from the module under test.
 """
 
 import csv
+import dataclasses
 import math
 import os
 import re
@@ -259,3 +260,22 @@ def test_old_verdicts_read_as_the_new_ones(rows):
     assert math.isnan(readme_section.power_of(r))
   with pytest.raises(ValueError, match="verdict"):
     readme_section.verdict_of({**rows[0], "verdict": "maybe"})
+
+
+def test_the_block_from_contrasts_csv_with_power_columns(rows):
+  """The 8-seed rows as the new contrasts.csv writes them: a margin for power only
+  (no equivalence test), power, verdicts better / worse / not detected."""
+  new = []
+  for r in rows:
+    held = float(r["p_holm"]) < 0.05
+    verdict = ("better" if float(r["diff"]) > 0 else "worse") if held else "not detected"
+    extra = {"margin": "0.02", "power": "0.25", "p_equivalence": "nan"}
+    new.append({**r, **extra, "p_equivalence_holm": "nan", "verdict": verdict})
+  sources = readme_section.read_sources(CONTRASTS, README)
+  tables = {**sources.tables, "contrasts.csv": new}
+  text = readme_section.block_text(dataclasses.replace(sources, tables=tables))
+  flat = " ".join(text.split())
+  assert readme_section.claim_problems(text, new) == []
+  assert "a difference is not detected (power 25% at ±0.02)" in flat
+  assert "`equivalent`" not in flat and "are equivalent" not in flat
+  assert readme_section.claim_problems(_plant(text, "power 25% at", "power 35% at"), new)
