@@ -5,7 +5,7 @@ Usage::
   python -m experiments.lm.study_readme --contrasts=docs/lm_study_8seed/contrasts.csv \
     --readme=README.md [--check]
 
-The block between README's ``<!-- lm-study:begin`` and ``<!-- lm-study:end`` lines
+The block between README's "<!-- lm-study:begin" and "<!-- lm-study:end" lines
 is generated text (experiments.lm.study.readme_section: the declared-contrast table,
 counts and verdict sentences from contrasts.csv; the other numbers from the CSV
 files beside it, the runs' launch records, the first study's contrasts.csv and the
