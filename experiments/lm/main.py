@@ -4,7 +4,7 @@ Usage (python -m experiments.lm.main is the same binary):
   python -m experiments.lm --config=experiments/lm/configs/tiny.py --workdir=/tmp/lm
   python -m experiments.lm --config=experiments/lm/configs/default.py \
       --config.rl.runs=max_at_k@1,max_at_k@8,grpo --workdir=/tmp/lm_default
-  python -m experiments.lm --config=experiments/lm/configs/study.py:program \
+  python -m experiments.lm --config=experiments/lm/configs/study_8seed.py:program \
       --config.seed=1 --workdir=/tmp/lm_study_program_1
   python -m experiments.lm --config=experiments/lm/configs/default.py \
       --config.rl.inner_epochs=4 --workdir=/tmp/lm_off_policy \

@@ -4,10 +4,11 @@ Usage, on the launcher's folder or on the committed copies of its runs
 (experiments.lm.archive_runs):
 
   python -m experiments.lm.study_summary --study_dir=out/lm_study --workdir=out/lm_study/summary
-  python -m experiments.lm.study_summary --study_dir=docs/lm_study/runs --workdir=docs/lm_study
+  python -m experiments.lm.study_summary --study_dir=docs/lm_study_8seed/runs \
+    --workdir=docs/lm_study_8seed
 
 Each run folder of --study_dir (one task and one seed of
-experiments/lm/configs/study.py) holds its per-prompt file prompts.csv, its
+experiments/lm/configs/study_8seed.py) holds its per-prompt file prompts.csv, its
 training curves steps.csv and its split.json; nothing else is needed (no
 metrics.jsonl, no checkpoints). Every evaluation number written here is
 recomputed from the per-prompt counts and rewards by experiments.lm.reporting
@@ -16,7 +17,7 @@ whose files disagree, e.g. written by other code, stops the summary).
 
 The summary covers the whole study or stops (one line naming the file or run, exit
 code 1, nothing written). The study is its design, TASKS x SEEDS of
-configs/study.py, and it is complete when every one of these runs is present and
+configs/study_8seed.py, and it is complete when every one of these runs is present and
 finished (prompts.csv and results.csv, and status ok where
 launch.local recorded one); also every run that launch.local's runs.json
 lists; no run of a task or seed outside the design, no folder with a run's files but
@@ -189,7 +190,7 @@ _ALLOW_INCOMPLETE = flags.DEFINE_bool(
 _FROM_PAIRED = flags.DEFINE_string(
   "from_paired",
   None,
-  "A study's gathered paired.csv (e.g. a committed docs/lm_study/paired.csv): write only "
+  "A study's gathered paired.csv (e.g. a committed docs/lm_study_8seed/paired.csv): write only "
   "contrasts.csv into --workdir from it, without the run folders (--study_dir unused).",
 )
 

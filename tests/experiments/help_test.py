@@ -17,6 +17,7 @@ _BINARIES = {
   "experiments.best_of_n": "--workdir",
   "experiments.reproduce": "--workdir",
   "experiments.lm.study_summary": "--workdir",
+  "experiments.lm.study_readme": None,
   "experiments.demo": None,
   "notebooks": "--workdir",
 }

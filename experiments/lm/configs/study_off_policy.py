@@ -1,6 +1,6 @@
 """The off-policy weights study: exact, first-order and PPO-clip weights for max@k.
 
-A small study of its own, apart from ``study.py``: on countdown (the study's task,
+A small study of its own, apart from ``study_8seed.py``: on countdown (the study's task,
 warm start and evaluation), max@k at k_opt = 4 with the ``loo_minus_one`` baseline
 and four inner epochs per batch, so that the policy moves away from the sampler and
 the weights differ, with each off-policy method on the same prompts and sampling
@@ -22,7 +22,7 @@ Its comparisons are exploratory (no contrasts are declared for it).
 
 import ml_collections
 
-from experiments.lm.configs import study
+from experiments.lm.configs import study_8seed as study
 
 K_OPT = 4
 

@@ -24,7 +24,7 @@ candidates bracket both. The pilot logs the training-sample KL every step
 
 import ml_collections
 
-from experiments.lm.configs import study
+from experiments.lm.configs import study_8seed as study
 
 VARIANTS = {
   "reference": ("grpo,max_at_k@8", 1e-4),

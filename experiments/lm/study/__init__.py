@@ -14,5 +14,8 @@
   :mod:`~experiments.lm.study.plot_bars`), :mod:`~experiments.lm.study.report`
   (with :mod:`~experiments.lm.study.report_sections`,
   :mod:`~experiments.lm.study.markdown`);
-* both: :mod:`~experiments.lm.study.summary`.
+* both: :mod:`~experiments.lm.study.summary`;
+* an archived study's audit: :mod:`~experiments.lm.study.audit`;
+* the repository README's LM-study block and its claims checker:
+  :mod:`~experiments.lm.study.readme_section` (binary :mod:`experiments.lm.study_readme`).
 """

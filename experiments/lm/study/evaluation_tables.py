@@ -14,7 +14,7 @@ from typing import Any
 from experiments.lm import contrasts
 from experiments.lm import intervals
 from experiments.lm import report_rows
-from experiments.lm.configs import study as study_config
+from experiments.lm.configs import study_8seed as study_config
 from experiments.lm.study import files
 from experiments.lm.study import runs as runs_lib
 from experiments.lm.study import seeds as seeds_lib
@@ -173,7 +173,7 @@ def contrast_rows(
       if by_seed is None:
         raise files.StudyError(
           f"Task {task} has no paired difference {c.a} − {c.b} in {c.metric} at k={k}, "
-          f"which the declared contrast {c.question!r} needs (configs/study.py)."
+          f"which the declared contrast {c.question!r} needs (configs/study_8seed.py)."
         )
       out.append(_declared_row(task, c, k, sign, by_seed))
   margins = {c.question: c.margin for c in declared}

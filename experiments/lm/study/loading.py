@@ -1,4 +1,4 @@
-"""A study folder's runs: which belong to the design of ``experiments/lm/configs/study.py``
+"""A study folder's runs: which belong to the design of ``experiments/lm/configs/study_8seed.py``
 (its ``TASKS`` x ``SEEDS``), which are finished, and which are missing."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 import dataclasses
 import os
 
-from experiments.lm.configs import study as study_config
+from experiments.lm.configs import study_8seed as study_config
 from experiments.lm.study import commits
 from experiments.lm.study import files
 from experiments.lm.study import runs as runs_lib
@@ -58,12 +58,12 @@ def _identity(folder: str) -> tuple[str, int]:
     raise files.StudyError(f"{path}: task.name={task!r} or seed={seed!r} has the wrong type.")
   if task not in study_config.TASKS:
     raise files.StudyError(
-      f"{path}: task {task!r} is not a task of the study (experiments/lm/configs/study.py: "
+      f"{path}: task {task!r} is not a task of the study (experiments/lm/configs/study_8seed.py: "
       f"{sorted(study_config.TASKS)})."
     )
   if seed not in study_config.SEEDS:
     raise files.StudyError(
-      f"{path}: seed {seed} is not a seed of the study (experiments/lm/configs/study.py: "
+      f"{path}: seed {seed} is not a seed of the study (experiments/lm/configs/study_8seed.py: "
       f"SEEDS = {tuple(study_config.SEEDS)})."
     )
   return task, seed
@@ -149,7 +149,7 @@ def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
   ``study_dir`` is the sweep's ``--out_root`` or a folder of archived runs
   (``experiments.lm.archive_runs``); folders whose names start with "." (an
   interrupted archive's partial copies) are not read. The study's design is
-  ``TASKS`` x ``SEEDS`` of ``experiments/lm/configs/study.py``; a run of it is
+  ``TASKS`` x ``SEEDS`` of ``experiments/lm/configs/study_8seed.py``; a run of it is
   missing when it has no folder, is unfinished (no ``prompts.csv`` or
   ``results.csv``), or the launcher recorded it as not finished (``failed``,
   ``running``, ``stopped``). Missing too: every run that launch.local's

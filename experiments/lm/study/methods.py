@@ -1,6 +1,6 @@
 """The study's runs as methods, read from the runs' own records instead of from names.
 
-Every run of ``experiments/lm/configs/study.py`` (its ``rl.runs``, plus the base
+Every run of ``experiments/lm/configs/study_8seed.py`` (its ``rl.runs``, plus the base
 model) reaches the summary as rows with ``rl_run``, ``method`` (e.g.
 ``max_at_k/loo_minus_one/anneal/exact``) and ``k_opt`` (``4``, ``8:60:1``, or
 ``n/a`` for a k-free estimator). :func:`method_of` turns them into a
@@ -18,7 +18,7 @@ import dataclasses
 from typing import Any
 
 from experiments.lm import contrasts
-from experiments.lm.configs import study as study_config
+from experiments.lm.configs import study_8seed as study_config
 
 BASE = "base"  # The base model's rl_run and stage (experiments.lm.reporting).
 # The estimator whose run the "minus GRPO" comparisons subtract.

@@ -21,8 +21,8 @@ from experiments.lm.study import training_tables
 
 _REPORT_HEADER = """\
 Written by `python -m experiments.lm.study_summary` from the run folders of
-`python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study`
-(config `experiments/lm/configs/study.py`), or from their committed copies in
+`python -m launch.local --sweep=launch/sweeps/lm_study_8seed.json --out_root=out/lm_study_8seed`
+(config `experiments/lm/configs/study_8seed.py`), or from their committed copies in
 `runs/` (`python -m experiments.lm.archive_runs`); each run folder holds its own
 per-problem file `prompts.csv`. Each seed draws its own held-out problems, warm
 start, training problems and samples. The module docstrings of
@@ -37,7 +37,7 @@ difference paired within seeds, the plain Student-t interval otherwise].
 
 
 _DECLARED_NOTE = """\
-The comparisons fixed before the runs (`CONTRASTS` of `configs/study.py`; a − b,
+The comparisons fixed before the runs (`CONTRASTS` of `configs/study_8seed.py`; a − b,
 paired on the same problems within each seed; `contrasts.csv`). The interval over
 seeds is the Student-t interval with the between-seed variance floored at the
 within-seed one (the mean over seeds of each difference's squared standard error
@@ -234,16 +234,20 @@ def _dynamics_section(
 
 
 def report_markdown(
-  runs: Sequence[runs_lib.Run], tables: dict[str, list[dict[str, Any]]], missing: Sequence[str] = ()
+  runs: Sequence[runs_lib.Run],
+  tables: dict[str, list[dict[str, Any]]],
+  missing: Sequence[str] = (),
+  audit: Sequence[str] = (),
 ) -> str:
   """README.md of the summary folder from the computed ``tables``
-  (:func:`experiments.lm.study.summary.compute_tables`): (first, the runs
-  ``missing`` from an incomplete study) the runs, their provenance, the declared
-  contrasts, then the exploratory sections in the order of the module docstring of
-  :mod:`experiments.lm.study_summary`."""
+  (:func:`experiments.lm.study.summary.compute_tables`): (first, an archived study's
+  ``audit`` lines, then the runs ``missing`` from an incomplete study) the runs, their
+  provenance, the declared contrasts, then the exploratory sections in the order of
+  the module docstring of :mod:`experiments.lm.study_summary`."""
   tasks = loading.tasks_of(runs)
   declared = tables["contrasts.csv"]
   lines = [report_title(runs), ""]
+  lines += list(audit)
   lines += _incomplete_note(missing)
   lines += [_REPORT_HEADER]
   lines += _runs_section(runs)

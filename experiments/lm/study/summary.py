@@ -11,6 +11,8 @@ from typing import Any
 from absl import logging
 
 from experiments import outputs
+from experiments.lm.configs import study_8seed as study_config
+from experiments.lm.study import audit
 from experiments.lm.study import commits
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import figures
@@ -70,8 +72,13 @@ def summarize(study_dir: str, out_dir: str, *, allow_incomplete: bool = False) -
     elif os.path.exists(os.path.join(out_dir, name)):
       os.remove(os.path.join(out_dir, name))  # A previous summary's table, now empty.
   figures.write_figures(out_dir, tables, loading.tasks_of(study.runs), steps)
+  audit_lines = (
+    audit.audit_lines(study.runs, tables, steps, margin=study_config.AUDIT_MARGIN)
+    if getattr(study_config, "AUDIT", False)
+    else []
+  )
   with open(os.path.join(out_dir, "README.md"), "w") as f:
-    f.write(report.report_markdown(study.runs, tables, study.missing))
+    f.write(report.report_markdown(study.runs, tables, study.missing, audit_lines))
   return tables
 
 
@@ -83,8 +90,8 @@ def contrasts_from_paired(paired_csv: str, out_dir: str) -> list[dict[str, Any]]
   (:func:`experiments.lm.study.evaluation_tables.contrast_rows`) from a study's
   gathered ``paired.csv`` alone, e.g. a committed summary whose run folders are gone::
 
-    python -m experiments.lm.study_summary --from_paired=docs/lm_study/paired.csv \\
-      --workdir=docs/lm_study
+    python -m experiments.lm.study_summary --from_paired=docs/lm_study_8seed/paired.csv \\
+      --workdir=docs/lm_study_8seed
 
   paired.csv's ``diff_se`` is each seed's standard error over problems, as the
   full summary uses it. Returns the rows.

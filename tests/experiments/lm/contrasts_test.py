@@ -10,7 +10,7 @@ from scipy import stats
 
 from experiments.lm import contrasts
 from experiments.lm import intervals
-from experiments.lm.configs import study as study_config
+from experiments.lm.configs import study_8seed as study_config
 import maxk
 
 # ----------------------------------------------------------------------- Contrast

@@ -14,7 +14,7 @@ from experiments.lm import provenance
 from experiments.lm import train
 from experiments.lm import validation
 from experiments.lm import workdir as workdir_lib
-from experiments.lm.configs import study as study_config
+from experiments.lm.configs import study_8seed as study_config
 from experiments.lm.configs import tiny
 from tests import REPO_ROOT
 from tests import WAIT_S

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from experiments.lm.configs import study as study_config
+from experiments.lm.configs import study_8seed as study_config
 from experiments.lm.study import commits
 from experiments.lm.study import figures
 from experiments.lm.study import files

@@ -15,7 +15,7 @@ import pytest
 
 from experiments.lm import contrasts
 from experiments.lm import report_rows
-from experiments.lm.configs import study as study_config
+from experiments.lm.configs import study_8seed as study_config
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import runs as runs_lib
 from tests.experiments.lm.reporting_test import CONTRACT_COLUMNS

@@ -18,7 +18,7 @@ from experiments.lm import intervals
 from experiments.lm import prompt_records
 from experiments.lm import report_rows
 from experiments.lm import reporting
-from experiments.lm.configs import study as study_config
+from experiments.lm.configs import study_8seed as study_config
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import figures
 from experiments.lm.study import files
@@ -35,12 +35,12 @@ from experiments.lm.study import training_tables
 from tests import binaries
 
 N = 8  # Samples per problem.
-# The runs of the study's declared contrasts (configs/study.py), and no rloo.
+# The runs of the study's declared contrasts (configs/study_8seed.py), and no rloo.
 RUNS = ("grpo", "max_at_k_k1", "max_at_k_k4", "max_at_k_k8", "max_at_k_k8-60-1")
-TASKS = ("countdown", "program")  # The tasks of configs/study.py.
+TASKS = ("countdown", "program")  # The tasks of configs/study_8seed.py.
 
 
-SEEDS = (0, 1, 2)  # The design's seeds in these tests (configs/study.py has 8).
+SEEDS = (0, 1, 2)  # The design's seeds in these tests (configs/study_8seed.py has 8).
 BIN_N = 32  # Samples per problem of the base model's binning evaluation.
 RL_STEPS = 5
 SFT_EVALS = (500, 1000, 1500)  # SFT steps of the warm-start curve.
@@ -50,6 +50,8 @@ SFT_EVALS = (500, 1000, 1500)  # SFT steps of the warm-start curve.
 def _three_seeds():
   with pytest.MonkeyPatch.context() as patch:
     patch.setattr(study_config, "SEEDS", SEEDS)
+    # The archived study's audit is tested in audit_test.py and, on these files, below.
+    patch.setattr(study_config, "AUDIT", False)
     yield
 
 
@@ -178,6 +180,20 @@ def _out(tmp_path_factory):
 def _read(path):
   with open(path, newline="") as f:
     return list(csv.DictReader(f))
+
+
+def test_a_config_with_audit_opens_the_readme_with_it(study, tmp_path, monkeypatch):
+  """AUDIT = True puts the audit after the title; runs of 5 RL steps are too short for
+  its KL and reward windows, which it says."""
+  monkeypatch.setattr(study_config, "AUDIT", True)
+  monkeypatch.setattr(figures, "write_figures", lambda *args: None)
+  summary_lib.summarize(study, str(tmp_path / "out"))
+  with open(tmp_path / "out" / "README.md") as f:
+    lines = f.read().splitlines()
+  assert lines[2] == "## Audit"
+  assert any(line.startswith("2. **Power.**") for line in lines)
+  assert f"the shortest has {RL_STEPS}." in " ".join(lines)
+  assert lines.index("## Audit") < lines.index("## Runs")
 
 
 def _t_interval(values):

@@ -10,7 +10,7 @@ from experiments.lm import runs as runs_lib
 from experiments.lm import validation
 from experiments.lm.configs import default
 from experiments.lm.configs import paper
-from experiments.lm.configs import study
+from experiments.lm.configs import study_8seed as study
 from experiments.lm.configs import study_off_policy
 from experiments.lm.configs import tiny
 from tests import REPO_ROOT
@@ -198,10 +198,10 @@ def test_study_configs():
   }
   program = study.get_config("program")
   assert program.task.name == "program" and program.rl.reward == "continuous"
-  with open(os.path.join(REPO_ROOT, "launch", "sweeps", "lm_study.json")) as f:
+  with open(os.path.join(REPO_ROOT, "launch", "sweeps", "lm_study_8seed.json")) as f:
     grid = json.load(f)["grid"]
   assert grid["config.seed"] == list(study.SEEDS) and len(study.SEEDS) >= 8
-  assert grid["config"] == [f"experiments/lm/configs/study.py:{t}" for t in study.TASKS]
+  assert grid["config"] == [f"experiments/lm/configs/study_8seed.py:{t}" for t in study.TASKS]
   off = study_off_policy.get_config()
   assert off.rl.runs.split(",") == ["max_at_k@4", "max_at_k@4/first_order", "max_at_k@4/ppo_clip"]
   assert off.rl.inner_epochs == 4
