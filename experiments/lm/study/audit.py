@@ -28,8 +28,9 @@ curves:
    clip fraction and the KL a few steps in.
 5. **Provenance.** How many runs record the code version (a ``commit`` key in
    config.json or launch_status.json) and their start and end times.
-6. **Held-out answers and sampling keys.** Answer-level novelty is measured in the
-   new study; the base arm's evaluation key (``experiments/lm/train.py``:
+6. **Held-out answers and sampling keys.** The share of held-out problems a
+   warm-start solution string solves verbatim (``answer_shares``); the base arm's
+   evaluation key (``experiments/lm/train.py``:
    ``run_base_eval`` evaluates with the key of step 0, ``run_rl`` with that of its
    final step).
 """
@@ -48,6 +49,7 @@ from scipy import optimize
 from scipy import stats
 
 from experiments.lm import contrasts
+from experiments.lm.study import answer_shares
 from experiments.lm.study import markdown as md
 from experiments.lm.study import readme_section
 from experiments.lm.study import runs as runs_lib
@@ -396,8 +398,9 @@ def audit_lines(
     f"commit in `config.json` or `launch_status.json`), and {times} of {len(runs)} their "
     "start and end times, so which code produced the results cannot be read from the files.",
     "6. **Held-out answers and sampling keys.** Problems are held out by problem key, not by "
-    "answer: whether a held-out problem's correct answer appears verbatim in the warm-start "
-    "data is measured in the new study. The base arm's evaluation draws its samples with "
+    "answer. Replayed from each run's config (`experiments/lm/study/answer_shares.py`), the "
+    "held-out problems one of whose correct answers is, verbatim, the solution string of a "
+    f"warm-start example: {_answer_text(runs)}. The base arm's evaluation draws its samples with "
     "another key than the RL arms' (`experiments/lm/train.py`: `run_base_eval` evaluates "
     "with the key of step 0, `run_rl` with that of its final step"
     + (f", step {_last_step(steps)}" if steps else "")
@@ -405,6 +408,15 @@ def audit_lines(
     "",
   ]
   return lines
+
+
+def _answer_text(runs: Sequence[runs_lib.Run]) -> str:
+  """The answer-level overlap per task, in words (``answer_shares.task_shares``)."""
+  shares = answer_shares.task_shares([r.folder for r in runs])
+  return "; ".join(
+    f"{task} {seen} of {total} ({seen / total:.0%}; per seed {lo:.0%}-{hi:.0%})"
+    for task, (total, seen, lo, hi) in shares.items()
+  )
 
 
 def _last_step(steps: Mapping[tuple[str, int], steps_lib.Steps]) -> int:
