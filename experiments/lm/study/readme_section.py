@@ -390,7 +390,13 @@ def _design_paragraph(s: Sources) -> list[str]:
   margins = sorted({margin_of(r) for r in rows if math.isfinite(_float(r, "p_equivalence_holm"))})
   return [
     f"The 8-seed study is archived in [`{s.docs}/`]({s.docs}/README.md) with an audit of what "
-    "does not hold at the top of its README; a new study is being designed.",
+    "does not hold at the top of its README. Its successor, declared before its runs in "
+    "[`docs/lm_study/DESIGN.md`](docs/lm_study/DESIGN.md), compares max@k at k_opt = 8 with "
+    "GRPO on countdown alone, at the final step and at matched KL to the warm start, with an "
+    "equivalence margin and the power to use it. Program is left out of its claims: in the "
+    "8-seed study its training reward barely moved in any arm while the policy moved away "
+    "from the warm start (the audit's item 4), and no claim should rest on an arm that did "
+    "not learn.",
     "",
     f"**The 8-seed study** ([`{s.docs}/`]({s.docs}/README.md): every table and figure, the "
     f"per-problem file of each run in `runs/`, and how each number is computed): "

@@ -145,8 +145,8 @@ def _plants(rows):
       f"{estimate(k4)}: the difference is significant",
     ),
     ("because", "GRPO beats base.", "GRPO beats base because RL sharpens the policy."),
-    ("causes", "a new study is being designed.", "a larger k_opt causes coverage."),
-    ("so max@k", "a new study is being designed.", "so max@k needs more seeds."),
+    ("causes", "an arm that did not learn.", "a larger k_opt causes coverage."),
+    ("so max@k", "an arm that did not learn.", "so max@k needs more seeds."),
     ("table verdict", "| 0.622 | not detected |", "| 0.622 | better |"),
   ]
 
