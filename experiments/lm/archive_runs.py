@@ -12,9 +12,9 @@ runs are listed and left alone. Each finished run is copied to
 ``--dest/<run folder name>/`` with only the files of :data:`ARCHIVED` (the run's
 per-problem, per-step and split files: everything ``experiments.lm.study_summary``
 reads), not ``metrics.jsonl``, ``throughput.jsonl``, ``log.txt`` or
-``checkpoints/``, which are too big to commit. ``launch_status.json`` is copied when
-present (a run started by hand has none); every other file of :data:`ARCHIVED` must
-be there.
+``checkpoints/``, which are too big to commit. ``checkpoints.csv`` (written only
+with ``eval.kl``) and ``launch_status.json`` (a run started by hand has none) are
+copied when present; every other file of :data:`ARCHIVED` must be there.
 
 The copy is all or nothing and idempotent:
 
@@ -54,10 +54,12 @@ ARCHIVED = (
   "paired.csv",
   "steps.csv",
   "reward_hist.csv",
+  "checkpoints.csv",
   "launch_status.json",
 )
-# Archived when present: launch.local's record (a run started by hand has none).
-OPTIONAL = ("launch_status.json",)
+# Archived when present: the checkpoint frontier (runs with eval.kl write it) and
+# launch.local's record (a run started by hand has none).
+OPTIONAL = ("checkpoints.csv", "launch_status.json")
 # The files that mark a folder as a run (experiments.lm.main's and launch.local's).
 RUN_MARKERS = ("config.json", "launch_status.json")
 

@@ -169,7 +169,7 @@ def checkpoint_rows(
     ):
       raise workdir_lib.WorkdirError(
         f"metrics.jsonl's evaluation of {name} at step {record['step']} lacks per-prompt "
-        f"{', '.join(needed)} for checkpoints.csv (a run without eval.kl wrote it)."
+        f"{', '.join(needed)} for checkpoints.csv, or they cover different prompts."
       )
     for prompt, (correct, kl) in enumerate(zip(record["eval_correct"], record["eval_kl"])):
       row = {

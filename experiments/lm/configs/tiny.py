@@ -3,7 +3,7 @@
 Usage: ``--config=experiments/lm/configs/tiny.py`` or
 ``--config=experiments/lm/configs/tiny.py:micro`` (seconds: a smaller model, a few
 steps, every feature on: k annealing, two inner epochs, the KL penalty, checkpoints
-every two steps).
+every two steps, the held-out KL with checkpoints.csv and common evaluation keys).
 """
 
 import ml_collections
@@ -123,6 +123,9 @@ def _micro(c: ml_collections.ConfigDict) -> None:
   c.eval.n = 4
   c.eval.bin_n = 8  # Binning with more samples than the evaluations, as the study.
   c.eval.every = 2
+  c.eval.kl = True  # The checkpoint frontier: KL at every evaluation, checkpoints.csv.
+  c.eval.kl_samples = 2  # Of eval.n = 4.
+  c.eval.common_keys = True
   c.checkpoint_every = 2
 
 
