@@ -21,8 +21,10 @@ would make pi's support depend on the parameters, so the KL is computed only at
 top-p 1 (``validation`` refuses ``eval.kl`` otherwise).
 
 Cost: two teacher-forced forward passes (the policy's and the warm start's) over
-``kl_samples`` of each prompt's evaluation samples, with ``[rows, C, V]`` log-probs
-(small: the task vocabulary), against the sampler's ``eval.n`` autoregressive decodes.
+``kl_samples`` of each prompt's samples, against the sampler's one cached decode of
+each of its ``eval.n`` samples: roughly 2 x kl_samples / eval.n of the sampling's
+time (the full-vocabulary log-probs, ``[rows, C, V]``, are small: the task
+vocabulary).
 """
 
 from __future__ import annotations

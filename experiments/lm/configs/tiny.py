@@ -92,7 +92,8 @@ def _eval() -> ml_collections.ConfigDict:
   # run's every eval.every steps) logs the KL of the evaluated policy to the warm start
   # on the held-out prompts and per-prompt counts, and the run writes checkpoints.csv.
   # The KL uses the first kl_samples samples of each prompt (0: all eval.n): two
-  # forward passes over them, small next to the sampling (see held_out_kl).
+  # forward passes over each, about 2 * kl_samples / eval.n of the sampling's time
+  # (see held_out_kl).
   e.kl = False
   e.kl_samples = 16
   # Every evaluation (base and each RL run at every step) samples with one key: the

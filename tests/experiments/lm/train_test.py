@@ -61,6 +61,16 @@ def test_logging_schedule():
   ]
 
 
+def test_checkpoint_evaluations_every_50_of_300_steps_leave_step_0_to_the_base_model():
+  config = tiny.get_config("micro")
+  config.rl.steps, config.eval.every, config.checkpoint_every, config.log_every = 300, 50, 50, 50
+  evaluated = [s for s in range(1, 301) if log_schedule.rl_evaluated(config, s)]
+  assert evaluated == [50, 100, 150, 200, 250, 300]
+  keys = log_schedule.logged_keys(config, ["grpo"], (2, 300))
+  assert [k for k in keys if k[0] == "base"] == [("base", "", config.sft.steps)]
+  assert [k[2] for k in keys if k[0] == "rl"] == evaluated
+
+
 def test_result_rows_refuse_a_missing_final_evaluation():
   runs = runs_lib.parse_runs("max_at_k@2,grpo", 2)
   k_labels = {r.name: r.k_label for r in runs}  # As final_outputs.write passes them.
