@@ -12,10 +12,10 @@ runs are listed and left alone. Each finished run is copied to
 ``--dest/<run folder name>/`` with only the files of :data:`ARCHIVED` (the run's
 per-problem, per-step and split files: everything ``experiments.lm.study_summary``
 reads), not ``metrics.jsonl``, ``throughput.jsonl``, ``log.txt`` or
-``checkpoints/``, which are too big to commit. ``launch_status.json`` and ``run.json``
-(the run's commit and sessions) are copied when present (a run started by hand has no
-launch status, a run older than ``run.json`` none); every other file of
-:data:`ARCHIVED` must be there.
+``checkpoints/``, which are too big to commit. ``checkpoints.csv`` (written only
+with ``eval.kl``), ``launch_status.json`` (a run started by hand has none) and
+``run.json`` (the run's commit and sessions; runs older than it have none) are copied
+when present; every other file of :data:`ARCHIVED` must be there.
 
 The copy is all or nothing and idempotent:
 
@@ -55,13 +55,15 @@ ARCHIVED = (
   "paired.csv",
   "steps.csv",
   "reward_hist.csv",
+  "checkpoints.csv",
   "launch_status.json",
   "run.json",
 )
-# Archived when present: launch.local's record (a run started by hand has none) and the
-# run's provenance (runs before experiments/lm/provenance.py have none; a study that
-# requires it is refused by experiments.lm.study_summary, not here).
-OPTIONAL = ("launch_status.json", "run.json")
+# Archived when present: the checkpoint frontier (runs with eval.kl write it),
+# launch.local's record (a run started by hand has none) and the run's provenance (runs
+# before experiments/lm/provenance.py have none; a study that requires it is refused by
+# experiments.lm.study_summary, not here).
+OPTIONAL = ("checkpoints.csv", "launch_status.json", "run.json")
 # The files that mark a folder as a run (experiments.lm.main's and launch.local's).
 RUN_MARKERS = ("config.json", "launch_status.json")
 

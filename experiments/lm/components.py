@@ -48,7 +48,9 @@ class Components:
       else None.
     init_params: the initial parameters (replicated over the mesh).
     sft_opt: the warm start's optimiser.
-    rl_opt: the RL runs' optimiser.
+    rl_opts: the RL runs' optimisers by learning rate: ``rl.learning_rate``'s and
+      that of every run with its own (``runs.RunSpec.learning_rate``); all share
+      one state layout, so checkpoints restore alike. See :meth:`rl_optimizer`.
     peak_flops: the accelerator's peak FLOP/s (None when unknown: no MFU).
   """
 
@@ -63,8 +65,17 @@ class Components:
   sft_reject: Callable[[np.ndarray], np.ndarray] | None
   init_params: Any
   sft_opt: optax.GradientTransformation
-  rl_opt: optax.GradientTransformation
+  rl_opts: dict[float, optax.GradientTransformation]
   peak_flops: float | None
+
+  def rl_learning_rate(self, run: runs_lib.RunSpec) -> float:
+    """The RL learning rate of ``run``: its own, else ``rl.learning_rate``."""
+    own = run.learning_rate
+    return float(self.config.rl.learning_rate) if own is None else own
+
+  def rl_optimizer(self, run: runs_lib.RunSpec) -> optax.GradientTransformation:
+    """The optimiser of RL run ``run`` (at :meth:`rl_learning_rate`)."""
+    return self.rl_opts[self.rl_learning_rate(run)]
 
   @property
   def model_cfg(self) -> model_lib.ModelConfig:
@@ -90,8 +101,9 @@ def _model_config(config: ml_collections.ConfigDict, task: tasks_lib.Task) -> mo
 
 
 def _optimizers(
-  config: ml_collections.ConfigDict,
-) -> tuple[optax.GradientTransformation, optax.GradientTransformation]:
+  config: ml_collections.ConfigDict, runs: tuple[runs_lib.RunSpec, ...]
+) -> tuple[optax.GradientTransformation, dict[float, optax.GradientTransformation]]:
+  """The warm start's optimiser and the RL ones by learning rate (``Components.rl_opts``)."""
   s, r = config.sft, config.rl
   sft_opt = optimizer_lib.make_optimizer(
     s.learning_rate,
@@ -102,10 +114,13 @@ def _optimizers(
     final_lr_fraction=s.final_lr_fraction,
     b2=s.adam_b2,
   )
-  rl_opt = optimizer_lib.make_optimizer(
-    r.learning_rate, r.warmup_steps, r.max_grad_norm, b2=r.adam_b2
-  )
-  return sft_opt, rl_opt
+  own = [run.learning_rate for run in runs if run.learning_rate is not None]
+  rates = [float(r.learning_rate), *own]
+  rl_opts = {
+    rate: optimizer_lib.make_optimizer(rate, r.warmup_steps, r.max_grad_norm, b2=r.adam_b2)
+    for rate in rates
+  }
+  return sft_opt, rl_opts
 
 
 def build(valid: validation.ValidConfig, mesh: jax.sharding.Mesh) -> Components:
@@ -120,7 +135,7 @@ def build(valid: validation.ValidConfig, mesh: jax.sharding.Mesh) -> Components:
     policy, temperature=config.eval.temperature, top_p=config.eval.top_p
   )
   eval_set = evaluation.make_eval_set(task, config.seed, config.eval.num_prompts)
-  sft_opt, rl_opt = _optimizers(config)
+  sft_opt, rl_opts = _optimizers(config, valid.runs)
   return Components(
     config=config,
     task=task,
@@ -133,6 +148,6 @@ def build(valid: validation.ValidConfig, mesh: jax.sharding.Mesh) -> Components:
     sft_reject=answer_overlap.sft_reject(task, config, eval_set.prompts),
     init_params=parallel.replicate(params, mesh),
     sft_opt=sft_opt,
-    rl_opt=rl_opt,
+    rl_opts=rl_opts,
     peak_flops=mfu_lib.peak_flops(jax.devices()[0].device_kind),
   )

@@ -7,7 +7,15 @@ completions and score them; pass@k uses the binary reward and the unbiased
 estimator of Chen et al. 2021 (``maxk.pass_at_k``), max@k the continuous reward
 and the U-statistic of PKPO Eq. 12-14 (``maxk.max_at_k``), both averaged over
 prompts. ``evaluate`` also returns the per-prompt rewards, from which
-``reporting`` derives intervals, difficulty bins and paired differences.
+``reporting`` derives intervals, difficulty bins and paired differences, and, given
+the warm start's parameters, the KL of the evaluated policy to it on the held-out
+prompts (``held_out_kl``), from the same samples.
+
+Sampling keys: the caller passes the evaluation's key (``train`` takes it from
+``streams.eval_key``: by default each RL step's evaluation has its own, and with
+``eval.common_keys`` every evaluation of the run, base model and every RL run at
+every step, shares one, so checkpoints and arms are compared on common random
+numbers).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.lm import held_out_kl
 from experiments.lm import policy as policy_lib
 from experiments.lm import rollouts
 from experiments.lm import tasks as tasks_lib
@@ -70,6 +79,8 @@ def evaluate(
   mesh: jax.sharding.Mesh,
   chunk_prompts: int = 0,
   curves: bool = True,
+  ref_params: Any = None,
+  kl_samples: int = 0,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
   """Evaluation metrics (JSON-ready) and the per-prompt rewards.
 
@@ -86,17 +97,25 @@ def evaluate(
     curves: compute ``pass_at_k`` and ``max_at_k`` for every k (the binning
       evaluation, which only counts correct samples, skips them: with its 1024
       samples per problem they would cost more than the sampling).
+    ref_params: the warm start's parameters: also estimate each prompt's
+      KL(pi || pi_warm) from the first ``kl_samples`` samples (0: all n) of each
+      prompt (``held_out_kl.prompt_kl``, chunk by chunk; ``policy.top_p`` must be 1).
+    kl_samples: see ``ref_params``.
 
   Returns:
     ``(metrics, rewards)``: metrics hold ``pass_at_k`` and ``max_at_k`` lists over
     k = 1..n (with ``curves``), the mean token ``entropy`` of the policy along the samples and the
-    mean completion ``length``; ``rewards`` the ``binary`` and ``continuous``
-    rewards, float32 host arrays ``[P, n]`` in the order of ``eval_set``.
+    mean completion ``length``, and with ``ref_params`` the per-prompt ``kl`` (a list
+    over prompts) and its mean ``kl_to_warm_start``; ``rewards`` the ``binary`` and
+    ``continuous`` rewards, float32 host arrays ``[P, n]`` in the order of ``eval_set``.
   """
+  if ref_params is not None and policy.top_p < 1:
+    raise ValueError(f"The held-out KL needs policy.top_p = 1, got {policy.top_p}.")
   num_prompts = len(eval_set.prompts)
   chunk = chunk_prompts or num_prompts
-  parts = [
-    rollouts.sample_rollout(
+  parts, kl_parts = [], []
+  for c, start in enumerate(range(0, num_prompts, chunk)):
+    part = rollouts.sample_rollout(
       policy,
       params,
       task,
@@ -105,8 +124,11 @@ def evaluate(
       n=n,
       mesh=mesh,
     )
-    for c, start in enumerate(range(0, num_prompts, chunk))
-  ]
+    parts.append(part)
+    if ref_params is not None:
+      kl_parts.append(
+        held_out_kl.prompt_kl(policy, params, ref_params, part, samples=kl_samples, mesh=mesh)
+      )
   rollout = rollouts.concatenate(parts)
   metrics: dict[str, Any] = {}
   if curves:
@@ -120,4 +142,7 @@ def evaluate(
     "entropy": float(np.sum(rollout.entropy * mask) / max(np.sum(mask), 1.0)),
     "length": float(np.mean(np.sum(mask, axis=-1))),
   }
+  if kl_parts:
+    kl_P = np.concatenate(kl_parts)
+    metrics |= {"kl_to_warm_start": float(np.mean(kl_P)), "kl": [float(x) for x in kl_P]}
   return metrics, {"binary": rollout.binary, "continuous": rollout.continuous}

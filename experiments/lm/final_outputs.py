@@ -8,9 +8,11 @@ histogram), ``steps.csv`` (the training curves: SFT loss and the warm start's
 held-out pass@1 every ``sft.eval_every`` steps; per RL step reward, entropy, KL to
 the warm start, clip fraction, ESS, gradient norm and clipping, distinct training
 problems solved so far; see ``dynamics``), ``pass_at_k.png`` and ``bins.png``; see
-``reporting`` for the columns. The base model's binning evaluation draws
-``eval.bin_n`` samples per problem (default ``eval.n``): a problem is base-unsolved
-when none of them is correct.
+``reporting`` for the columns. With ``eval.kl``, ``checkpoints.csv``: per evaluation
+(the base model at step 0, each RL run at every evaluated step) and problem, the
+correct samples and the KL to the warm start (``prompt_records.checkpoint_rows``).
+The base model's binning evaluation draws ``eval.bin_n`` samples per problem
+(default ``eval.n``): a problem is base-unsolved when none of them is correct.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from experiments.lm import reporting
 
 STEPS_FILE = "steps.csv"  # The per-step training curves (see dynamics).
 REWARD_HIST_FILE = "reward_hist.csv"  # Each final evaluation's reward histogram.
+CHECKPOINTS_FILE = "checkpoints.csv"  # Every evaluation's per-prompt counts and KL.
 
 
 def write(
@@ -38,7 +41,8 @@ def write(
 
   Raises:
     workdir.WorkdirError: if ``records`` lack the base evaluation, a run's last one,
-      or their per-prompt data (``prompt_records.final_evaluations``).
+      or their per-prompt data (``prompt_records.final_evaluations``; with
+      ``eval.kl``, ``prompt_records.checkpoint_rows``).
   """
   c, task = parts.config, parts.task
   evals, bin_correct = prompt_records.final_evaluations(
@@ -56,6 +60,15 @@ def write(
   histogram = report_rows.reward_histogram_rows(evals, c.seed)
   outputs.write_results_csv(workdir, histogram, filename=REWARD_HIST_FILE)
   outputs.write_results_csv(workdir, dynamics.step_rows(records), filename=STEPS_FILE)
+  if c.eval.kl:
+    checkpoints = prompt_records.checkpoint_rows(
+      records,
+      k_labels={r.name: r.k_label for r in parts.runs},
+      seed=c.seed,
+      n_eval=c.eval.n,
+      rewards=c.eval.checkpoint_rewards,
+    )
+    outputs.write_results_csv(workdir, checkpoints, filename=CHECKPOINTS_FILE)
   rows: list[dict[str, Any]] = tables["results.csv"]
   plotting.plot_pass_at_k(rows, os.path.join(workdir, "pass_at_k.png"))
   plotting.plot_bins(tables["bins.csv"], tables["unsolved.csv"], os.path.join(workdir, "bins.png"))

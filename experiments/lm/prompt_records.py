@@ -1,4 +1,4 @@
-"""The per-prompt data of the final evaluations, as ``metrics.jsonl`` records them.
+"""The per-prompt data of the evaluations, as ``metrics.jsonl`` records them.
 
 The trainer logs, at the final evaluation of the base model (after SFT) and of each
 RL run, the number of correct samples and the continuous reward of every sample per
@@ -6,6 +6,10 @@ evaluation problem (:func:`prompt_fields`), and with the base model's evaluation
 counts of its *binning* evaluation (``bin_correct``: an independent draw used only to
 sort the problems into difficulty bins). :func:`final_evaluations` reads them back as
 :class:`Evaluation` records, which ``report_rows`` turns into the report's tables.
+
+With ``eval.kl`` every evaluation (the base model's and each RL run's at every
+evaluated step) also logs its counts and per-prompt KL to the warm start
+(``eval_records``); :func:`checkpoint_rows` turns them into ``checkpoints.csv``.
 """
 
 from __future__ import annotations
@@ -118,3 +122,68 @@ def final_evaluations(
       "cover the same prompts."
     )
   return evals, bin_correct
+
+
+# checkpoints.csv's columns; ``rewards`` only with ``eval.checkpoint_rewards``.
+CHECKPOINT_COLUMNS = ("run", "method", "k_opt", "seed", "step", "prompt", "n", "correct", "kl")
+
+
+def checkpoint_rows(
+  records: Sequence[dict[str, Any]],
+  *,
+  k_labels: dict[str, str],
+  seed: int,
+  n_eval: int,
+  rewards: bool = False,
+) -> list[dict[str, Any]]:
+  """``checkpoints.csv``: one row per evaluation and evaluation problem, in log order.
+
+  Columns (:data:`CHECKPOINT_COLUMNS`): ``run`` (``base`` or the RL run's name),
+  ``method``, ``k_opt`` (the run's k label, ``runs.RunSpec.k_label``; empty for the
+  base model), ``seed``, ``step`` (the RL step; 0 for the base model, once),
+  ``prompt`` (index into the evaluation set), ``n`` (samples), ``correct`` (correct
+  samples), ``kl`` (the prompt's held-out KL to the warm start, ``held_out_kl``),
+  and with ``rewards`` the samples' continuous rewards (:func:`encode_rewards`).
+
+  Args:
+    records: the log of a run with ``eval.kl``.
+    k_labels: run name -> its k_opt label.
+    seed: the run's seed.
+    n_eval: samples per prompt.
+    rewards: add the ``rewards`` column (``eval.checkpoint_rewards``).
+
+  Raises:
+    WorkdirError: if an evaluation lacks its counts, KL (or rewards), or they do not
+      cover the same prompts.
+  """
+  rows = []
+  for record in records:
+    if "eval_pass_at_k" not in record:
+      continue
+    base = record["stage"] == "base"
+    name = "base" if base else record["run"]
+    needed = ("eval_correct", "eval_kl", *(("eval_rewards",) if rewards else ()))
+    if (
+      any(field not in record for field in needed)
+      or len({len(record[field]) for field in needed}) != 1
+    ):
+      raise workdir_lib.WorkdirError(
+        f"metrics.jsonl's evaluation of {name} at step {record['step']} lacks per-prompt "
+        f"{', '.join(needed)} for checkpoints.csv, or they cover different prompts."
+      )
+    for prompt, (correct, kl) in enumerate(zip(record["eval_correct"], record["eval_kl"])):
+      row = {
+        "run": name,
+        "method": record["method"],
+        "k_opt": "" if base else k_labels[name],
+        "seed": seed,
+        "step": 0 if base else record["step"],
+        "prompt": prompt,
+        "n": n_eval,
+        "correct": int(correct),
+        "kl": float(kl),
+      }
+      if rewards:
+        row["rewards"] = record["eval_rewards"][prompt]
+      rows.append(row)
+  return rows

@@ -27,7 +27,8 @@ import maxk
 
 
 def update_spec(config: ml_collections.ConfigDict, run: runs_lib.RunSpec, k: int) -> rl.UpdateSpec:
-  """The update of ``run`` at k_opt = ``k``."""
+  """The update of ``run`` at k_opt = ``k`` (the run's own KL coefficient, if it sets
+  one, else ``rl.kl_coef``)."""
   c = config.rl
   return rl.UpdateSpec(
     estimator=run.estimator,
@@ -36,7 +37,7 @@ def update_spec(config: ml_collections.ConfigDict, run: runs_lib.RunSpec, k: int
     off_policy=run.off_policy,
     inner_epochs=c.inner_epochs,
     clip_eps=c.clip_eps,
-    kl_coef=c.kl_coef,
+    kl_coef=c.kl_coef if run.kl_coef is None else run.kl_coef,
   )
 
 

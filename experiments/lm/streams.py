@@ -11,7 +11,9 @@ seed's JAX key):
 
 * ``SFT_STREAM`` (NumPy): SFT step s's batch of problems.
 * ``EVAL_STREAM`` (JAX): the sampling keys of the held-out evaluations (the base
-  model's at step 0, RL step s's).
+  model's at step 0, RL step s's; with ``eval.common_keys`` every evaluation uses
+  step 0's, so the base model and every RL run at every evaluated step share their
+  keys: see ``eval_key``).
 * ``RL_STREAM``: RL step s's prompts (NumPy) and the sampling key of its completions
   (JAX), both shared by every RL run (common random numbers).
 * ``BIN_STREAM`` (JAX): the base model's binning evaluation, independent of its results.
@@ -53,6 +55,14 @@ def sampling_key(seed: int, stream: int, step: int) -> jax.Array:
   """The JAX key of ``stream``'s samples at ``step``: ``fold_in(fold_in(key(seed),
   stream), step)``."""
   return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), stream), step)
+
+
+def eval_key(config: ml_collections.ConfigDict, step: int) -> jax.Array:
+  """The sampling key of the held-out evaluation at RL step ``step`` (0: the base
+  model's): (``EVAL_STREAM``, ``step``), or (``EVAL_STREAM``, 0) for every step with
+  ``eval.common_keys``, so that all arms and checkpoints draw with common random
+  numbers (their differences come from the policies, not from the draws)."""
+  return sampling_key(config.seed, EVAL_STREAM, 0 if config.eval.common_keys else step)
 
 
 def sft_problems(

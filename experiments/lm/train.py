@@ -28,7 +28,11 @@ function of the config.
 Evaluation problems are held out by problem key (``splits``): no SFT batch or RL
 prompt poses one of them in any form. The base model is evaluated twice, on
 independent samples: once for its results, once (``bin_correct``) to bin the
-problems by difficulty (``reporting``).
+problems by difficulty (``reporting``). Each RL run is evaluated every ``eval.every``
+steps and at its last (``eval_records``); with ``eval.kl`` every evaluation also logs
+the KL to the warm start on the held-out prompts and its per-prompt counts, the
+checkpoint frontier of ``checkpoints.csv``, and with ``eval.common_keys`` all of them
+share one sampling key (``streams.eval_key``).
 
 Outputs in ``workdir``: ``config.json``, ``run.json`` (each invocation's commit,
 machine and times: ``provenance``), ``metrics.jsonl``, ``throughput.jsonl``,
@@ -51,11 +55,10 @@ import numpy as np
 
 from experiments.lm import checkpointing
 from experiments.lm import components as components_lib
-from experiments.lm import evaluation
+from experiments.lm import eval_records
 from experiments.lm import final_outputs
 from experiments.lm import log_schedule
 from experiments.lm import parallel
-from experiments.lm import prompt_records
 from experiments.lm import provenance
 from experiments.lm import rl
 from experiments.lm import rl_step
@@ -72,10 +75,6 @@ Position = tuple[int, int] | None  # (stage rank, step) of a checkpoint; see log
 
 def _json(metrics: dict[str, Any]) -> dict[str, Any]:
   return {name: float(value) for name, value in jax.device_get(metrics).items()}
-
-
-def _eval_fields(metrics: dict[str, Any]) -> dict[str, Any]:
-  return {f"eval_{name}": value for name, value in metrics.items()}
 
 
 def method_label(config: ml_collections.ConfigDict, spec: runs_lib.RunSpec) -> str:
@@ -109,7 +108,8 @@ class Experiment:
     self.throughput_log = checkpointing.MetricsLog(
       os.path.join(workdir, THROUGHPUT_FILE), writer=self.is_main
     )
-    self.rl_updates: dict[rl.UpdateSpec, Any] = {}  # Jitted updates, shared by runs.
+    # Jitted updates by spec and learning rate, shared by runs.
+    self.rl_updates: dict[tuple[rl.UpdateSpec, float], Any] = {}
 
   # ------------------------------------------------------------------ positions
 
@@ -130,29 +130,6 @@ class Experiment:
       log_schedule.logged_keys(self.config, names, position),
       where=f"{self.stages[position[0]]} step {position[1]}" if position else "",
       checkpoints=os.path.join(self.workdir, "checkpoints"),
-    )
-
-  def evaluate(
-    self,
-    params: Any,
-    step: int,
-    stream: int = streams.EVAL_STREAM,
-    n: int | None = None,
-    curves: bool = True,
-  ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``(metrics, rewards)`` of ``evaluation.evaluate`` with the sampling key of
-    (``stream``, ``step``) and ``n`` samples per problem (default ``eval.n``)."""
-    c, parts = self.config.eval, self.parts
-    return evaluation.evaluate(
-      parts.eval_policy,
-      params,
-      parts.task,
-      parts.eval_set,
-      streams.sampling_key(self.config.seed, stream, step),
-      n=n or c.n,
-      mesh=parts.mesh,
-      chunk_prompts=c.chunk_prompts,
-      curves=curves,
     )
 
   def _start(self, rank: int, position: Position, state: Any) -> tuple[int, Any]:
@@ -196,7 +173,7 @@ class Experiment:
       if log_schedule.sft_logged(self.config, step):
         record = {"stage": "sft", "step": step, **_json(metrics)}
         if log_schedule.sft_evaluated(self.config, step):
-          record.update(self.warm_start_fields(params, step))
+          record.update(eval_records.warm_start_fields(parts, params, step))
         self.log.append(record)
         now = time.perf_counter()  # Steps since the last record, checkpoints included.
         rate = (step - since_step) * c.batch_size * parts.model_cfg.max_len / (now - since)
@@ -216,43 +193,22 @@ class Experiment:
       ckpt.save(0, {"params": params, "opt_state": opt_state})
     return params
 
-  def warm_start_fields(self, params: Any, step: int) -> dict[str, float]:
-    """The warm-start curve's point at SFT step ``step``: held-out pass@1, pass@n and
-    max@1 from ``sft.eval_n`` fresh samples per evaluation problem."""
-    n = self.config.sft.eval_n
-    metrics, _ = self.evaluate(params, step, streams.WARM_STREAM, n)
-    return {
-      "warm_pass_at_1": metrics["pass_at_k"][0],
-      "warm_pass_at_n": metrics["pass_at_k"][n - 1],
-      "warm_max_at_1": metrics["max_at_k"][0],
-      "warm_n": n,
-    }
-
   def run_base_eval(self, params: Any) -> None:
-    """Evaluates the warm start: its results, and an independent binning evaluation."""
-    metrics, rewards = self.evaluate(params, 0)
-    bin_n = self.config.eval.bin_n or self.config.eval.n
-    _, bin_rewards = self.evaluate(params, 0, streams.BIN_STREAM, bin_n, curves=False)
-    self.log.append(
-      {
-        "stage": "base",
-        "step": self.config.sft.steps,
-        "method": "base",
-        **_eval_fields(metrics),
-        **prompt_records.prompt_fields(rewards),
-        "bin_correct": prompt_records.prompt_fields(bin_rewards)["eval_correct"],
-        "bin_n": bin_n,
-      }
-    )
-    logging.info("base pass@k %s", np.round(metrics["pass_at_k"], 3).tolist())
+    """Evaluates the warm start: its results, and an independent binning evaluation
+    (``eval_records.base_fields``)."""
+    fields = eval_records.base_fields(self.parts, params)
+    self.log.append({"stage": "base", "step": self.config.sft.steps, "method": "base", **fields})
+    logging.info("base pass@k %s", np.round(fields["eval_pass_at_k"], 3).tolist())
 
-  def rl_update(self, spec: rl.UpdateSpec) -> Any:
-    """The jitted update of ``spec`` (compiled once, shared by the runs)."""
-    if spec not in self.rl_updates:
-      self.rl_updates[spec] = rl.make_update(
-        self.parts.policy, self.parts.rl_opt, spec, parallel.replicated(self.parts.mesh)
+  def rl_update(self, spec: rl.UpdateSpec, run: runs_lib.RunSpec) -> Any:
+    """The jitted update of ``spec`` with ``run``'s optimiser (compiled once per spec
+    and learning rate, shared by the runs)."""
+    key = (spec, self.parts.rl_learning_rate(run))
+    if key not in self.rl_updates:
+      self.rl_updates[key] = rl.make_update(
+        self.parts.policy, self.parts.rl_optimizer(run), spec, parallel.replicated(self.parts.mesh)
       )
-    return self.rl_updates[spec]
+    return self.rl_updates[key]
 
   def run_rl(self, index: int, run: runs_lib.RunSpec, sft_params: Any, position: Position) -> None:
     """Runs (or resumes) RL run ``index`` from the warm start ``sft_params``."""
@@ -260,7 +216,7 @@ class Experiment:
     rank = 2 + index
     params = jax.tree.map(jnp.copy, sft_params)
     state = parallel.replicate(
-      {"params": params, "opt_state": parts.rl_opt.init(params)}, parts.mesh
+      {"params": params, "opt_state": parts.rl_optimizer(run).init(params)}, parts.mesh
     )
     own = position if position is not None and position[0] == rank else None
     start, state = self._start(rank, own, state)
@@ -269,7 +225,7 @@ class Experiment:
     solved: set[int] = set()  # Since the last record.
     for step in range(start + 1, c.steps + 1):
       k = run.k_at(step)
-      update = self.rl_update(rl_step.update_spec(self.config, run, k))
+      update = self.rl_update(rl_step.update_spec(self.config, run, k), run)
       step_start = time.perf_counter()
       rollout = rl_step.sample(parts, params, step)
       sampled_at = time.perf_counter()
@@ -292,10 +248,7 @@ class Experiment:
         solved=solved,
       )
       if log_schedule.rl_evaluated(self.config, step):
-        eval_metrics, eval_rewards = self.evaluate(params, step)
-        record.update(_eval_fields(eval_metrics))
-        if step == c.steps:  # The final evaluation: per-prompt data for reporting.
-          record.update(prompt_records.prompt_fields(eval_rewards))
+        record.update(eval_records.rl_fields(parts, params, sft_params, step))
       if log_schedule.rl_logged(self.config, step):
         self.log.append(record)
         solved = set()

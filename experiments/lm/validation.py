@@ -74,6 +74,13 @@ def _real(
   return number
 
 
+def _flag(config: ml_collections.ConfigDict, field: str) -> bool:
+  value = _value(config, field)
+  if not isinstance(value, bool):
+    raise ConfigError(f"config.{field}={value!r} must be True or False.")
+  return value
+
+
 def _choice(config: ml_collections.ConfigDict, field: str, choices: Sequence[str]) -> str:
   value = _value(config, field)
   if value not in choices:
@@ -182,6 +189,19 @@ def _eval(config: ml_collections.ConfigDict) -> None:
   _real(config, "eval.top_p", above=0.0, at_most=1.0)
   _integer(config, "eval.chunk_prompts", 0)
   _integer(config, "eval.bin_n", 0)
+  kl = _flag(config, "eval.kl")
+  _integer(config, "eval.kl_samples", 0)
+  _flag(config, "eval.common_keys")
+  if _flag(config, "eval.checkpoint_rewards") and not kl:
+    raise ConfigError(
+      "config.eval.checkpoint_rewards=True adds rewards to checkpoints.csv, which only "
+      "config.eval.kl=True writes."
+    )
+  if kl and config.eval.top_p < 1:
+    raise ConfigError(
+      f"config.eval.kl=True needs config.eval.top_p = 1, got {config.eval.top_p!r}: a "
+      "nucleus's support depends on the parameters, so its KL is not the tempered policy's."
+    )
 
 
 def _mesh(config: ml_collections.ConfigDict, device_count: int) -> None:
@@ -199,6 +219,8 @@ def _mesh(config: ml_collections.ConfigDict, device_count: int) -> None:
   e = config.eval
   num_prompts, chunk = e.num_prompts, e.chunk_prompts or e.num_prompts
   samples = {"eval.n": e.n, "eval.bin_n": e.bin_n or e.n, "sft.eval_n": config.sft.eval_n}
+  if e.kl:  # The held-out KL's rows: the first kl_samples of each prompt's samples.
+    samples["eval.kl_samples"] = min(e.kl_samples or e.n, e.n)
   for start in range(0, num_prompts, chunk):
     for field, n in samples.items():
       rows = min(chunk, num_prompts - start) * n
@@ -227,7 +249,8 @@ def validate_config(
     config: the experiment config.
     device_count: devices available to the run; when given, ``num_devices`` must not
       exceed it and every batch (SFT rows, RL rows ``prompts_per_step * n``, each
-      evaluation chunk's ``prompts * eval.n``) must divide over the mesh.
+      evaluation chunk's ``prompts * eval.n``, and of ``eval.kl_samples`` with
+      ``eval.kl``) must divide over the mesh.
 
   Returns:
     The config with its task and parsed runs.

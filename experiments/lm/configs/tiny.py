@@ -3,7 +3,7 @@
 Usage: ``--config=experiments/lm/configs/tiny.py`` or
 ``--config=experiments/lm/configs/tiny.py:micro`` (seconds: a smaller model, a few
 steps, every feature on: k annealing, two inner epochs, the KL penalty, checkpoints
-every two steps).
+every two steps, the held-out KL with checkpoints.csv and common evaluation keys).
 """
 
 import ml_collections
@@ -54,8 +54,9 @@ def _sft() -> ml_collections.ConfigDict:
 def _rl() -> ml_collections.ConfigDict:
   """The RL runs and their shared settings."""
   r = ml_collections.ConfigDict()
-  # Comma-separated runs, each "estimator[@k_schedule][/off_policy]" (schedule "k"
-  # or "k0:t1:k1..."); estimators: max_at_k, grpo, rloo, max_minus_second.
+  # Comma-separated runs, each "estimator[@k_schedule][/off_policy][[lr=X,kl=Y]]"
+  # (schedule "k" or "k0:t1:k1..."; the options set the run's own learning rate and KL
+  # coefficient); estimators: max_at_k, grpo, rloo, max_minus_second.
   r.runs = "max_at_k@1,max_at_k@4"
   r.baseline = "loo_minus_one"  # max@k baseline (maxk.max_at_k_advantages).
   r.reward = "binary"  # "binary" or "continuous".
@@ -87,6 +88,19 @@ def _eval() -> ml_collections.ConfigDict:
   # Samples per problem of the base model's binning evaluation (difficulty bins and
   # base-unsolved problems); 0: eval.n.
   e.bin_n = 0
+  # The checkpoint frontier: with kl, every evaluation (the base model's and each RL
+  # run's every eval.every steps) logs the KL of the evaluated policy to the warm start
+  # on the held-out prompts and per-prompt counts, and the run writes checkpoints.csv.
+  # The KL uses the first kl_samples samples of each prompt (0: all eval.n): two
+  # forward passes over each, about 2 * kl_samples / eval.n of the sampling's time
+  # (see held_out_kl).
+  e.kl = False
+  e.kl_samples = 16
+  # Every evaluation (base and each RL run at every step) samples with one key: the
+  # arms and checkpoints are compared on common random numbers (streams.eval_key).
+  e.common_keys = False
+  # Each evaluation's per-prompt rewards in checkpoints.csv too (needs kl; larger logs).
+  e.checkpoint_rewards = False
   return e
 
 
@@ -110,6 +124,9 @@ def _micro(c: ml_collections.ConfigDict) -> None:
   c.eval.n = 4
   c.eval.bin_n = 8  # Binning with more samples than the evaluations, as the study.
   c.eval.every = 2
+  c.eval.kl = True  # The checkpoint frontier: KL at every evaluation, checkpoints.csv.
+  c.eval.kl_samples = 2  # Of eval.n = 4.
+  c.eval.common_keys = True
   c.checkpoint_every = 2
 
 

@@ -30,7 +30,8 @@ def _write_run(root, name, *, status="ok", skip=()):
 def _study(tmp_path):
   root = str(tmp_path / "study")
   _write_run(root, "a_seed0")
-  _write_run(root, "a_seed1", skip=("launch_status.json", "run.json"))  # By hand, older code.
+  # Started by hand with older code: no launch status, run.json or checkpoints.csv.
+  _write_run(root, "a_seed1", skip=("launch_status.json", "run.json", "checkpoints.csv"))
   _write_run(root, "a_seed2", status="running")
   _write_run(root, "a_seed3", skip=("results.csv",))
   os.makedirs(os.path.join(root, "summary"))  # Not a run: no config.json, no status.
@@ -49,7 +50,7 @@ def test_copies_only_the_committed_files_of_finished_runs(study, tmp_path):
   assert sorted(os.listdir(os.path.join(dest, "a_seed0"))) == sorted(archive_runs.ARCHIVED)
   assert "run.json" in archive_runs.ARCHIVED  # The run's commit travels with it.
   assert sorted(os.listdir(os.path.join(dest, "a_seed1"))) == sorted(
-    set(archive_runs.ARCHIVED) - {"launch_status.json", "run.json"}
+    set(archive_runs.ARCHIVED) - {"launch_status.json", "run.json", "checkpoints.csv"}
   )
   for f in archive_runs.ARCHIVED:
     with open(os.path.join(dest, "a_seed0", f)) as a, open(os.path.join(study, "a_seed0", f)) as b:

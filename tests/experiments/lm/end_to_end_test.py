@@ -18,6 +18,7 @@ import time
 import pytest
 
 from experiments.lm import log_schedule
+from experiments.lm import prompt_records
 from experiments.lm import workdir as workdir_lib
 from experiments.lm.configs import tiny
 from tests import REPO_ROOT
@@ -112,6 +113,7 @@ _OUTPUTS = (
   "bins.png",
   "steps.csv",
   "reward_hist.csv",
+  "checkpoints.csv",
 )
 
 
@@ -184,8 +186,20 @@ def test_outputs(reference_run):
     (run, s) for run in ("max_at_k_k2-3-1", "grpo") for s in range(1, 5)
   ]
   assert [r["k_opt"] for r in rl[:4]] == [2, 2, 2, 1]  # "2:3:1": k=2 for 3 steps, then 1.
-  # Per-prompt data at the final evaluations only; no cumulative solve rate any more.
+  # Per-prompt rewards at the final evaluations only; no cumulative solve rate any more.
   assert [r["step"] for r in rl if "eval_rewards" in r] == [4, 4]
+  # eval.kl: counts and the held-out KL at every evaluation (steps 2 and 4; step 0 is
+  # the base model's, once), exactly 0 for the base model.
+  assert [r["step"] for r in rl if "eval_correct" in r] == [2, 4, 2, 4]
+  assert [r["step"] for r in rl if "eval_kl" in r] == [2, 4, 2, 4]
+  base = next(r for r in records if r["stage"] == "base")
+  assert base["eval_kl"] == [0.0] * num_prompts and base["eval_kl_to_warm_start"] == 0.0
+  for r in rl:
+    if "eval_kl" in r:
+      assert len(r["eval_kl"]) == len(r["eval_correct"]) == num_prompts
+      assert min(r["eval_kl"]) >= 0 and max(r["eval_kl"]) > 0
+      assert r["eval_kl_to_warm_start"] == pytest.approx(sum(r["eval_kl"]) / num_prompts)
+  _check_checkpoints_csv(workdir, records, prompts, num_prompts, n_eval)
   assert not any("cumulative" in name for r in records for name in r)
   # The binning evaluation draws eval.bin_n samples per problem.
   assert {p["bin_n"] for p in prompts} == {str(config["eval"]["bin_n"])} == {"8"}
@@ -212,6 +226,32 @@ def test_outputs(reference_run):
     assert len(counts) == 12 and sum(counts) == num_prompts * n_eval
 
 
+def _check_checkpoints_csv(workdir, records, prompts, num_prompts, n_eval):
+  """checkpoints.csv: the base model once (step 0), then each run at steps 2 and 4."""
+  rows = _csv(workdir, "checkpoints.csv")
+  assert list(rows[0]) == list(prompt_records.CHECKPOINT_COLUMNS)  # No rewards column.
+  evaluations = [("base", 0)] + [(run, s) for run in ("max_at_k_k2-3-1", "grpo") for s in (2, 4)]
+  assert len(rows) == len(evaluations) * num_prompts
+  keys = [(r["run"], int(r["step"]), int(r["prompt"])) for r in rows]
+  assert keys == [(run, s, p) for run, s in evaluations for p in range(num_prompts)]
+  assert {(r["run"], r["method"], r["k_opt"]) for r in rows} == {
+    ("base", "base", ""),
+    ("max_at_k_k2-3-1", "max_at_k/loo_minus_one/anneal/exact", "2:3:1"),
+    ("grpo", "grpo/ppo_clip", "n/a"),
+  }
+  assert {(r["seed"], r["n"]) for r in rows} == {("0", str(n_eval))}
+  logged = {("base", 0) if r["stage"] == "base" else (r.get("run"), r["step"]): r for r in records}
+  for run, step in evaluations:
+    record = logged[run, step]
+    mine = [r for r in rows if (r["run"], int(r["step"])) == (run, step)]
+    assert [int(r["correct"]) for r in mine] == record["eval_correct"]
+    assert [float(r["kl"]) for r in mine] == record["eval_kl"]  # Exactly, as logged.
+  # The final evaluations agree with prompts.csv.
+  for run in ("base", "max_at_k_k2-3-1", "grpo"):
+    final = [r["correct"] for r in rows if r["run"] == run and r["step"] in ("0", "4")]
+    assert final == [p["correct"] for p in prompts if p["rl_run"] == run]
+
+
 def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp_path):
   """kill -9 right after the first SFT checkpoint, then after the first RL one."""
   workdir = tmp_path / "resumed"
@@ -236,7 +276,7 @@ def test_kill_and_resume_matches_uninterrupted_run(reference_run, cache_dir, tmp
   sessions = _sessions(workdir)
   assert [s["status"] for s in sessions] == ["killed", "killed", "finished"]
   assert [s["ended_utc"] is None for s in sessions] == [True, True, False]
-  for name in ("results.csv", "prompts.csv", "paired.csv", "split.json"):
+  for name in ("results.csv", "prompts.csv", "paired.csv", "split.json", "checkpoints.csv"):
     with open(os.path.join(workdir, name)) as f, open(os.path.join(reference_run, name)) as g:
       assert f.read() == g.read(), name
 

@@ -49,3 +49,35 @@ def test_final_evaluations_reads_the_log_and_refuses_gaps():
   no_bins = {k: v for k, v in base.items() if k != "bin_correct"}
   with pytest.raises(workdir.WorkdirError, match="bin_correct"):
     prompt_records.final_evaluations([no_bins, final], 2, {"run": "4"})
+
+
+def test_checkpoint_rows_hold_every_evaluation_once_per_prompt():
+  base = _record("base", "", [0, 1], [[0, 0.5], [1, 0]], step=6, eval_kl=[0.0, 0.0])
+  train = {"stage": "rl", "run": "run", "step": 1, "reward": 0.5}  # No evaluation.
+  early = _record("rl", "run", [1, 0], [[1, 0], [0, 0]], step=2, eval_kl=[0.25, 0.5])
+  del early["eval_rewards"]  # Rewards at the last step only, unless checkpoint_rewards.
+  final = _record("rl", "run", [1, 2], [[1, 0], [1, 1]], step=4, eval_kl=[1.0, 0.125])
+  records = [{"stage": "sft", "step": 6}, base, train, early, final]
+  rows = prompt_records.checkpoint_rows(records, k_labels={"run": "8:2:1"}, seed=3, n_eval=2)
+  assert [list(row.values()) for row in rows] == [
+    ["base", "base", "", 3, 0, 0, 2, 0, 0.0],
+    ["base", "base", "", 3, 0, 1, 2, 1, 0.0],
+    ["run", "run/exact", "8:2:1", 3, 2, 0, 2, 1, 0.25],
+    ["run", "run/exact", "8:2:1", 3, 2, 1, 2, 0, 0.5],
+    ["run", "run/exact", "8:2:1", 3, 4, 0, 2, 1, 1.0],
+    ["run", "run/exact", "8:2:1", 3, 4, 1, 2, 2, 0.125],
+  ]
+  assert list(rows[0]) == list(prompt_records.CHECKPOINT_COLUMNS)
+  with pytest.raises(workdir.WorkdirError, match="evaluation of run at step 2 lacks"):
+    prompt_records.checkpoint_rows(records, k_labels={"run": "8"}, seed=3, n_eval=2, rewards=True)
+  early["eval_rewards"] = ["1 0", "0 0"]
+  rows = prompt_records.checkpoint_rows(
+    records, k_labels={"run": "8"}, seed=3, n_eval=2, rewards=True
+  )
+  assert [row["rewards"] for row in rows] == ["0 0.5", "1 0", "1 0", "0 0", "1 0", "1 1"]
+  no_kl = {k: v for k, v in final.items() if k != "eval_kl"}
+  with pytest.raises(workdir.WorkdirError, match="eval_kl"):
+    prompt_records.checkpoint_rows([base, no_kl], k_labels={"run": "8"}, seed=3, n_eval=2)
+  short = {**final, "eval_kl": [1.0]}  # One prompt's KL for two prompts' counts.
+  with pytest.raises(workdir.WorkdirError, match="lacks per-prompt"):
+    prompt_records.checkpoint_rows([base, short], k_labels={"run": "8"}, seed=3, n_eval=2)

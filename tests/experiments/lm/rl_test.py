@@ -43,6 +43,52 @@ def test_parse_runs_and_schedules():
     rl.UpdateSpec(estimator="max_at_k", k=2, off_policy="magic")
 
 
+def test_parse_runs_reads_per_run_learning_rate_and_kl_options():
+  runs = runs_lib.parse_runs(
+    "grpo[lr=3e-5], max_at_k@8[kl=0.05],grpo[kl=0.01, lr=3e-5],max_at_k@4/ppo_clip[kl=0],grpo",
+    n=8,
+  )
+  assert [r.name for r in runs] == [
+    "grpo_lr3e-05",
+    "max_at_k_k8_kl0.05",
+    "grpo_lr3e-05_kl0.01",  # lr before kl, whatever the order written.
+    "max_at_k_k4_ppo_clip_kl0.0",
+    "grpo",
+  ]
+  assert [(r.learning_rate, r.kl_coef) for r in runs] == [
+    (3e-5, None),
+    (None, 0.05),
+    (3e-5, 0.01),
+    (None, 0.0),
+    (None, None),
+  ]
+  assert [r.labels("loo", 2).method for r in runs] == [
+    "grpo/lr3e-05/ppo_clip",
+    "max_at_k/loo/kl0.05/exact",
+    "grpo/lr3e-05/kl0.01/ppo_clip",
+    "max_at_k/loo/kl0.0/ppo_clip",
+    "grpo/ppo_clip",
+  ]
+  assert runs[1].k_label == "8" and runs[1].k_at(3) == 8
+  for bad, match in [
+    ("grpo[lr=0]", r"run 'grpo\[lr=0\]': lr='0' must be a finite number > 0"),
+    ("grpo[lr=-1e-3]", "lr='-1e-3' must be a finite number > 0"),
+    ("max_at_k@2[kl=-0.1]", r"run 'max_at_k@2\[kl=-0.1\]': kl='-0.1' must be .* >= 0"),
+    ("grpo[lr=nan]", "finite"),
+    ("grpo[lr=abc]", "finite"),
+    ("grpo[beta=1]", r"run 'grpo\[beta=1\]': unknown option 'beta=1'"),
+    ("grpo[lr]", "unknown option 'lr'"),
+    ("grpo[]", "unknown option ''"),
+    ("grpo[lr=1e-3,lr=2e-3]", "repeats option 'lr'"),
+    ("grpo[lr=1e-3]/ppo_clip", "options go last"),
+    ("grpo[lr=1e-3", "unbalanced"),
+    ("grpo],max_at_k", "unbalanced"),
+    ("grpo[lr=1e-3],grpo[lr=0.001]", "repeats"),
+  ]:
+    with pytest.raises(ValueError, match=match):
+      runs_lib.parse_runs(bad, n=8)
+
+
 def test_schedule_switches_after_the_first_t1_steps():
   # RL steps are numbered from 1; "8:50:1:80:2" is k=8 for the first 50 steps
   # (steps 1-50), k=1 for steps 51-80, then k=2: steps 50 and 80 still belong to

@@ -17,7 +17,7 @@ from experiments.lm.configs import tiny
 from tests import REPO_ROOT
 
 # Variants of config modules that do not list theirs in a VARIANTS tuple.
-_KNOWN_VARIANTS = {"tiny": ("micro",), "study": ("countdown", "program")}
+_KNOWN_VARIANTS = {"tiny": ("micro",), "study_8seed": ("countdown", "program")}
 
 
 def _shipped_configs():
@@ -45,7 +45,7 @@ def _task_and_eval_keys(config):
 
 def test_every_config_is_found():
   names = [name for name, _ in _CONFIGS]
-  assert {"tiny", "tiny:micro", "default", "paper", "study:program"} <= set(names)
+  assert {"tiny", "tiny:micro", "default", "paper", "study", "study_8seed:program"} <= set(names)
 
 
 @pytest.mark.parametrize("name,config", _CONFIGS, ids=[name for name, _ in _CONFIGS])

@@ -168,7 +168,10 @@ def test_rl_refuses_nucleus_sampling():
   # need log-probs on a parameter-dependent support.
   with pytest.raises(validation.ConfigError, match=r"config\.rl\.top_p=0\.9: RL needs top_p = 1"):
     validation.validate_config(_config(**{"rl.top_p": 0.9}))
-  validation.validate_config(_config(**{"eval.top_p": 0.9, "rl.temperature": 0.7}))
+  # Evaluation may sample from a nucleus (without the held-out KL, which needs 1).
+  validation.validate_config(
+    _config(**{"eval.top_p": 0.9, "rl.temperature": 0.7, "eval.kl": False})
+  )
 
 
 def test_runs_may_name_their_off_policy_method():
@@ -207,3 +210,38 @@ def test_study_configs():
   assert off.rl.inner_epochs == 4
   with pytest.raises(ValueError, match="Unknown study task 'chess'"):
     study.get_config("chess")
+
+
+def test_checkpoint_frontier_fields():
+  validation.validate_config(
+    _config(**{"eval.kl": True, "eval.kl_samples": 0, "eval.checkpoint_rewards": True})
+  )
+  for field, value in [
+    ("eval.kl", 1),
+    ("eval.common_keys", "yes"),
+    ("eval.checkpoint_rewards", None),
+    ("eval.kl_samples", -1),
+    ("eval.kl_samples", 1.5),
+  ]:
+    with pytest.raises(validation.ConfigError, match=rf"config\.{field}="):
+      validation.validate_config(_config(**{field: value}))
+  with pytest.raises(validation.ConfigError, match=r"config\.eval\.kl=True needs .*top_p = 1"):
+    validation.validate_config(_config(**{"eval.kl": True, "eval.top_p": 0.9}))
+  validation.validate_config(_config(**{"eval.kl": False, "eval.top_p": 0.9}))
+  with pytest.raises(validation.ConfigError, match=r"config\.eval\.checkpoint_rewards=True"):
+    validation.validate_config(_config(**{"eval.kl": False, "eval.checkpoint_rewards": True}))
+  # 8 prompts x 3 KL samples = 24 rows do not divide over 16 devices (x 4 samples do).
+  kl_rows = {"eval.kl": True, "eval.kl_samples": 3}
+  with pytest.raises(validation.ConfigError, match=r"config\.eval\.kl_samples gives batches of 24"):
+    validation.validate_config(_config(**kl_rows), device_count=16)
+  validation.validate_config(_config(**{**kl_rows, "eval.kl": False}), device_count=16)
+  validation.validate_config(
+    _config(**{**kl_rows, "eval.kl_samples": 9}), device_count=16
+  )  # All 4.
+
+
+def test_runs_may_set_their_own_learning_rate_and_kl():
+  valid = validation.validate_config(_config(**{"rl.runs": "grpo[lr=3e-5],max_at_k@2[kl=0.1]"}))
+  assert [r.name for r in valid.runs] == ["grpo_lr3e-05", "max_at_k_k2_kl0.1"]
+  with pytest.raises(validation.ConfigError, match=r"config\.rl\.runs=.*lr='0' must be"):
+    validation.validate_config(_config(**{"rl.runs": "grpo[lr=0]"}))
