@@ -17,6 +17,7 @@ import pytest
 from experiments.lm import contrasts
 from experiments.lm import report_rows
 from experiments.lm.configs import study_8seed as study_config
+from experiments.lm.study import config as config_lib
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import runs as runs_lib
 
@@ -61,7 +62,9 @@ def test_each_runs_results_recompute_from_its_per_prompt_file(results):
 
 def test_declared_contrasts_recompute_from_the_paired_file():
   written = _read("contrasts.csv")
-  recomputed = evaluation_tables.contrast_rows(_read("paired.csv"))
+  recomputed = evaluation_tables.contrast_rows(
+    _read("paired.csv"), config_lib.from_module(study_config)
+  )
   assert len(written) == len(recomputed) == len(study_config.CONTRASTS) * len(study_config.TASKS)
   for old, new in zip(written, recomputed):
     assert list(old) == list(new)

@@ -19,6 +19,7 @@ from experiments.lm import prompt_records
 from experiments.lm import report_rows
 from experiments.lm import reporting
 from experiments.lm.configs import study_8seed as study_config
+from experiments.lm.study import config as config_lib
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import figures
 from experiments.lm.study import files
@@ -41,9 +42,16 @@ TASKS = ("countdown", "program")  # The tasks of configs/study_8seed.py.
 
 
 SEEDS = (0, 1, 2)  # The design's seeds in these tests (configs/study_8seed.py has 8).
+# The binary's flag for the config these tests patch (a subprocess sees its 8 seeds).
+STUDY_8SEED = "--study_config=experiments.lm.configs.study_8seed"
 BIN_N = 32  # Samples per problem of the base model's binning evaluation.
 RL_STEPS = 5
 SFT_EVALS = (500, 1000, 1500)  # SFT steps of the warm-start curve.
+
+
+def _config():
+  """The study config of these tests: configs/study_8seed.py as patched now."""
+  return config_lib.from_module(study_config)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -173,7 +181,7 @@ def _out(tmp_path_factory):
   out = str(root / "out")
   with pytest.MonkeyPatch.context() as patch:
     patch.setattr(figures, "write_figures", lambda *args: FIGURE_CALLS.append(args))
-    summary_lib.summarize(_make_study(str(root / "study")), out)
+    summary_lib.summarize(_make_study(str(root / "study")), out, _config())
   return out
 
 
@@ -187,7 +195,7 @@ def test_a_config_with_audit_opens_the_readme_with_it(study, tmp_path, monkeypat
   its KL and reward windows, which it says."""
   monkeypatch.setattr(study_config, "AUDIT", True)
   monkeypatch.setattr(figures, "write_figures", lambda *args: None)
-  summary_lib.summarize(study, str(tmp_path / "out"))
+  summary_lib.summarize(study, str(tmp_path / "out"), _config())
   with open(tmp_path / "out" / "README.md") as f:
     lines = f.read().splitlines()
   assert lines[2] == "## Audit"
@@ -311,7 +319,9 @@ def test_contrasts_are_holm_corrected_over_every_task(out):
 
 def test_contrasts_from_a_committed_paired_file(out, tmp_path):
   """--from_paired rebuilds contrasts.csv from paired.csv alone, identically."""
-  written = summary_lib.contrasts_from_paired(os.path.join(out, "paired.csv"), str(tmp_path / "o"))
+  written = summary_lib.contrasts_from_paired(
+    os.path.join(out, "paired.csv"), str(tmp_path / "o"), _config()
+  )
   assert len(written) == 2 * len(study_config.CONTRASTS)
   assert os.listdir(tmp_path / "o") == ["contrasts.csv"]
   with open(tmp_path / "o" / "contrasts.csv") as f, open(os.path.join(out, "contrasts.csv")) as g:
@@ -324,10 +334,11 @@ def test_contrasts_from_a_committed_paired_file(out, tmp_path):
     writer.writeheader()
     writer.writerows(rows)
   with pytest.raises(files.StudyError, match="no paired difference max_at_k_k8-60-1"):
-    summary_lib.contrasts_from_paired(bad, str(tmp_path / "c"))
+    summary_lib.contrasts_from_paired(bad, str(tmp_path / "c"), _config())
   _replace_in(bad, "diff_se", "diff_sd")
   proc = binaries.run(
     "experiments.lm.study_summary",
+    STUDY_8SEED,
     f"--from_paired={bad}",
     f"--workdir={tmp_path / 'c'}",
     check=False,
@@ -423,25 +434,25 @@ def test_a_results_file_that_disagrees_with_its_prompts_stops(study, tmp_path):
     writer.writeheader()
     writer.writerows(rows)
   with pytest.raises(files.StudyError, match="countdown_seed1.*disagrees"):
-    summary_lib.summarize(study, str(tmp_path / "out"))
+    summary_lib.summarize(study, str(tmp_path / "out"), _config())
 
 
 def test_unfinished_and_duplicate_runs_stop(study):
   # A run without prompts.csv, once accepted only when no other run lacked it.
   os.remove(os.path.join(study, "countdown_seed1", "prompts.csv"))
   with pytest.raises(files.StudyError, match="countdown seed 1: unfinished.*prompts.csv"):
-    loading.load_study(study)
+    loading.load_study(study, _config())
   shutil.rmtree(os.path.join(study, "countdown_seed1"))
   shutil.copytree(os.path.join(study, "countdown_seed0"), os.path.join(study, "zz_copy"))
   with pytest.raises(files.StudyError, match="Two runs of task countdown, seed 0"):
-    loading.load_study(study)
+    loading.load_study(study, _config())
 
 
 def test_missing_or_empty_study_dir_stops(tmp_path):
   with pytest.raises(files.StudyError, match="not a folder"):
-    loading.load_study(str(tmp_path / "nope"))
+    loading.load_study(str(tmp_path / "nope"), _config())
   with pytest.raises(files.StudyError, match="No finished run folders"):
-    loading.load_study(str(tmp_path))
+    loading.load_study(str(tmp_path), _config())
 
 
 def _rewrite_json(path, **changes):
@@ -488,7 +499,7 @@ def _rewrite_json(path, **changes):
 def test_an_incomplete_study_stops(study, damage, expected):
   damage(study)
   with pytest.raises(files.StudyError, match=expected):
-    loading.load_study(study)
+    loading.load_study(study, _config())
 
 
 def test_runs_listed_by_the_launcher_must_all_be_there(study):
@@ -498,18 +509,18 @@ def test_runs_listed_by_the_launcher_must_all_be_there(study):
   with open(os.path.join(study, "runs.json"), "w") as f:
     json.dump(listed, f)
   with pytest.raises(files.StudyError, match="config.seed-3: listed in runs.json"):
-    loading.load_study(study)
+    loading.load_study(study, _config())
   listed.pop(-2)
   with open(os.path.join(study, "runs.json"), "w") as f:
     json.dump(listed, f)
-  assert len(loading.load_study(study).runs) == 6
+  assert len(loading.load_study(study, _config()).runs) == 6
 
 
 def test_allow_incomplete_names_the_missing_runs_first(study, tmp_path, monkeypatch):
   monkeypatch.setattr(figures, "write_figures", lambda *args: [])  # Not read here.
   shutil.rmtree(os.path.join(study, "program_seed2"))
   out = str(tmp_path / "out")
-  summary_lib.summarize(study, out, allow_incomplete=True)
+  summary_lib.summarize(study, out, _config(), allow_incomplete=True)
   with open(os.path.join(out, "README.md")) as f:
     report = f.read().splitlines()
   assert report[0] == "# LM study: base, GRPO and max@k, two tasks, three seeds"
@@ -631,7 +642,7 @@ def _truncate(path):
 def test_a_damaged_file_is_named(study, tmp_path, damage, expected):
   damage(study)
   with pytest.raises(files.StudyError, match=expected):
-    summary_lib.summarize(study, str(tmp_path / "out"))
+    summary_lib.summarize(study, str(tmp_path / "out"), _config())
   assert not (tmp_path / "out").exists()
 
 
@@ -661,6 +672,7 @@ def test_the_binary_refuses_with_one_line(study, tmp_path):
   _rewrite_json(os.path.join(study, "countdown_seed0", "launch_status.json"), status="failed (1)")
   proc = binaries.run(
     "experiments.lm.study_summary",
+    STUDY_8SEED,
     f"--study_dir={study}",
     f"--workdir={tmp_path / 'o'}",
     check=False,
@@ -692,7 +704,7 @@ def test_a_split_with_overlap_stops(study, tmp_path):
   with open(path, "w") as f:
     json.dump({**split, "overlap": 3}, f)
   with pytest.raises(files.StudyError, match="program_seed2.*3 training problems"):
-    summary_lib.summarize(study, str(tmp_path / "out"))
+    summary_lib.summarize(study, str(tmp_path / "out"), _config())
 
 
 def test_unsolved_difference_to_base_across_seeds(out):
@@ -953,10 +965,10 @@ def test_methods_from_the_runs_records():
   # paired.csv holds each later run minus each earlier one.
   runs = [run for run, *_ in ARMS_3SEED]
   present = {(a, b) for i, a in enumerate(runs) for b in runs[:i]}
-  pairs = methods_lib.key_pairs(methods, present)
+  declared = list(dict.fromkeys((c.a, c.b) for c in study_config.CONTRASTS))
+  pairs = methods_lib.key_pairs(methods, present, [(c.a, c.b) for c in study_config.CONTRASTS])
   # Each declared pair once (two contrasts may compare one pair at two k).
   questions = {(c.a, c.b): c.question.split(" at ")[0] for c in reversed(study_config.CONTRASTS)}
-  declared = list(dict.fromkeys((c.a, c.b) for c in study_config.CONTRASTS))
   assert [(a, b) for a, b, _ in pairs[: len(declared)]] == declared
   assert len({frozenset((a, b)) for a, b, _ in pairs}) == len(pairs)
   assert all((a, b) in present for a, b, _ in pairs)
@@ -974,7 +986,8 @@ def test_methods_from_the_runs_records():
   ):
     assert expected in labels
   # Runs the study did not run give no pair.
-  assert methods_lib.key_pairs(methods, {("grpo", "base")}) == [("grpo", "base", "GRPO vs base")]
+  only = methods_lib.key_pairs(methods, {("grpo", "base")}, declared)
+  assert only == [("grpo", "base", "GRPO vs base")]
 
 
 def test_the_training_figure_says_which_curves_coincide(out):
