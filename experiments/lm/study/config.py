@@ -95,36 +95,48 @@ def from_module(module: Any, *, name: str | None = None) -> StudyConfig:
   )
 
 
-def module_name(spec: str) -> str:
+def module_name(spec: str) -> str | None:
   """The dotted module name of ``spec``: a module name as it is, or a ``.py`` file
-  path relative to the working directory (``experiments/lm/configs/study.py``).
-
-  Raises:
-    StudyError: for a path outside the working directory.
-  """
-  if not (spec.endswith(".py") or os.sep in spec or "/" in spec):
+  path below the working directory (``experiments/lm/configs/study.py``) as the
+  module it is; None for a file elsewhere (imported from its path by :func:`load`)."""
+  if not (spec.endswith(".py") or "/" in spec or os.sep in spec):
     return spec
   relative = os.path.relpath(os.path.abspath(spec))
   if relative.startswith(os.pardir) or not relative.endswith(".py"):
-    raise files.StudyError(
-      f"--study_config={spec!r} must be a module name or a .py file below the working directory."
-    )
+    return None
   return relative.removesuffix(".py").replace(os.sep, ".")
 
 
+def _import(spec: str, name: str | None) -> Any:
+  """The module of ``spec``: by ``name``, or from the file ``spec`` when None."""
+  if name is not None:
+    if importlib.util.find_spec(name) is None:
+      raise ModuleNotFoundError(f"No module named {name!r}")
+    return importlib.import_module(name)
+  if not (spec.endswith(".py") and os.path.isfile(spec)):
+    raise FileNotFoundError(f"no .py file {spec!r}")
+  found = importlib.util.spec_from_file_location(os.path.basename(spec).removesuffix(".py"), spec)
+  assert found is not None and found.loader is not None
+  module = importlib.util.module_from_spec(found)
+  found.loader.exec_module(module)
+  return module
+
+
 def load(spec: str) -> StudyConfig:
-  """The :class:`StudyConfig` of ``spec`` (:func:`module_name`), imported.
+  """The :class:`StudyConfig` of ``spec``: a module name, or a ``.py`` file (below the
+  working directory: imported as its module, :func:`module_name`; elsewhere: from its
+  path, which the README then names).
 
   Raises:
-    StudyError: one line, when the module cannot be imported (or found) or lacks
-      what :func:`from_module` needs.
+    StudyError: one line, when the module cannot be found or imported (its own code
+      raising included) or lacks what :func:`from_module` needs.
   """
   name = module_name(spec)
   try:
-    if importlib.util.find_spec(name) is None:
-      raise ModuleNotFoundError(f"No module named {name!r}")
-    module = importlib.import_module(name)
+    module = _import(spec, name)
   except Exception as e:  # noqa: BLE001 - any failure of the config's own code is one line.
     first = (str(e).strip().splitlines() or [type(e).__name__])[0]
     raise files.StudyError(f"--study_config={spec!r} cannot be imported: {first}") from None
+  if name is None:
+    return dataclasses.replace(from_module(module), path=spec)
   return from_module(module, name=name)

@@ -120,11 +120,69 @@ def _step_rows(rng):
   return rows
 
 
-def _write_run(root, task, seed, *, num_problems=12, shift=0.1):
+# checkpoints.csv of the synthetic runs (with_checkpoints): the evaluated RL steps, and
+# each run's mean held-out KL at the last one in seed s, KL_SPEED[run] + KL_STEP * s.
+CHECKPOINT_STEPS = (0, 2, RL_STEPS)
+KL_SPEED = {
+  "grpo": 0.2,
+  "max_at_k_k1": 0.3,
+  "max_at_k_k4": 0.25,
+  "max_at_k_k8": 0.15,
+  "max_at_k_k8-60-1": 0.2,
+}
+KL_STEP = 0.1
+
+
+def checkpoint_kl(run, seed, step, num_problems):
+  """``[P]`` the synthetic held-out KL per problem of ``run`` at ``step``: a profile
+  over problems of mean exactly 1 (1 + (p − (P − 1)/2)/P), times the run's mean KL
+  ``KL_SPEED[run] + KL_STEP·seed`` scaled linearly in the step."""
+  profile = 1 + (np.arange(num_problems) - (num_problems - 1) / 2) / num_problems
+  return (KL_SPEED[run] + KL_STEP * seed) * step / RL_STEPS * profile
+
+
+def _write_checkpoints(folder, evals, seed, rng):
+  """checkpoints.csv: the base at step 0 with its final evaluation's counts; each RL
+  run at CHECKPOINT_STEPS, its last step holding its final evaluation's counts (so
+  the final-step contrasts from this file are prompts.csv's), step 2 drawn between
+  the base's and the final counts, KL from :func:`checkpoint_kl`."""
+  base = evals[0].correct_P
+  rows = []
+  for e in evals:
+    steps = (0,) if e.run == "base" else CHECKPOINT_STEPS
+    for step in steps:
+      if step == 0:
+        correct = base
+      elif step == RL_STEPS:
+        correct = e.correct_P
+      else:
+        lo, hi = np.minimum(base, e.correct_P), np.maximum(base, e.correct_P)
+        correct = rng.integers(lo, hi + 1)
+      kl = np.zeros(len(base)) if e.run == "base" else checkpoint_kl(e.run, seed, step, len(base))
+      rows += [
+        {
+          "run": e.run,
+          "method": e.method,
+          "k_opt": e.k_opt,
+          "seed": seed,
+          "step": step,
+          "prompt": p,
+          "n": N,
+          "correct": int(correct[p]),
+          "kl": float(kl[p]),
+        }
+        for p in range(len(base))
+      ]
+  outputs.write_results_csv(folder, rows, filename="checkpoints.csv")
+
+
+def _write_run(root, task, seed, *, num_problems=12, shift=0.1, with_checkpoints=False):
   folder = os.path.join(root, f"{task}_seed{seed}")
   os.makedirs(folder)
   rng = np.random.default_rng(1000 * seed + len(task))
   evals = _evals(rng, num_problems, shift)
+  if with_checkpoints:  # Its own generator: the other files stay those of the plain study.
+    _write_checkpoints(folder, evals, seed, np.random.default_rng(7 + 1000 * seed + len(task)))
   bin_correct = rng.integers(0, BIN_N + 1, num_problems)
   bin_correct[:3] = 0  # A few base-unsolved problems (an interval needs 2 per seed).
   keys = [f"{task}-{seed}-{p}" for p in range(num_problems)]
@@ -157,10 +215,10 @@ def _write_run(root, task, seed, *, num_problems=12, shift=0.1):
   return folder
 
 
-def _make_study(root):
+def _make_study(root, *, with_checkpoints=False):
   for task in TASKS:
     for seed in SEEDS:
-      _write_run(root, task, seed)
+      _write_run(root, task, seed, with_checkpoints=with_checkpoints)
   return root
 
 
@@ -387,6 +445,9 @@ def test_outputs_figures_and_report(out):
   assert not os.path.exists(os.path.join(out, "prompts.csv"))  # The runs hold theirs.
   # Runs without run.json under configs/study.py's REQUIRE_PROVENANCE = False: no table.
   assert not os.path.exists(os.path.join(out, "provenance.csv"))
+  # Runs without checkpoints.csv: no frontier, and contrasts.csv's columns as they were.
+  assert not os.path.exists(os.path.join(out, "frontier.csv"))
+  assert "at_kl" not in _read(os.path.join(out, "contrasts.csv"))[0]
   with open(os.path.join(out, "README.md")) as f:
     report = f.read()
   assert report.startswith("# LM study: base, GRPO and max@k, two tasks, three seeds\n")
