@@ -7,12 +7,12 @@ Usage, on the launcher's folder or on the committed copies of its runs
   python -m experiments.lm.study_summary --study_config=experiments.lm.configs.study_8seed \
     --study_dir=docs/lm_study_8seed/runs --workdir=docs/lm_study_8seed
 
---study_config names the study's config module (a module name, or its .py file
-below the working directory; default experiments.lm.configs.study, the current
-study): its TASKS x SEEDS are the design, its CONTRASTS the declared contrasts
-(experiments.lm.study.config says what else it may set). The archived 8-seed study
-is experiments.lm.configs.study_8seed. A config that cannot be imported stops the
-summary with one line.
+--study_config names the study's config module (a module name, or a .py file: one
+below the working directory is imported as its module, another from its path;
+default experiments.lm.configs.study, the current study): its TASKS x SEEDS are the
+design, its CONTRASTS the declared contrasts (experiments.lm.study.config says what
+else it may set). The archived 8-seed study is experiments.lm.configs.study_8seed. A
+config that cannot be imported stops the summary with one line.
 
 Each run folder of --study_dir (one task and one seed of the study config) holds its
 per-prompt file prompts.csv, its training curves steps.csv and its split.json, and
@@ -203,8 +203,8 @@ from experiments.lm.study import summary
 _STUDY_CONFIG = flags.DEFINE_string(
   "study_config",
   config_lib.DEFAULT,
-  "The study's config module: a module name (experiments.lm.configs.study_8seed) or its "
-  ".py file below the working directory (experiments/lm/configs/study_8seed.py).",
+  "The study's config module: a module name (experiments.lm.configs.study_8seed) or a .py "
+  "file (experiments/lm/configs/study_8seed.py).",
 )
 _STUDY_DIR = flags.DEFINE_string(
   "study_dir",
