@@ -112,6 +112,13 @@ def test_rows_in_declared_order_with_their_families_and_kl(out):
   assert all(r["num_seeds_reached"] == "2" and r["seeds"] == "1 2" for r in partial)
   matched = [r for r in rows if r["question"] == MATCHED_8.question]
   assert all(r["num_seeds_reached"] == "3" and r["seeds"] == "0 1 2" for r in matched)
+  # paired_summary.csv's rows are final-step differences: only final-step contrasts label
+  # them, also where a matched-KL contrast compares the same runs at the same k.
+  paired = _read(os.path.join(out, "paired_summary.csv"))
+  labelled = {(r["a_run"], r["b_run"], r["k_eval"], r["question"]) for r in paired if r["question"]}
+  finals = [c for c in DECLARED if c.at_kl is None]
+  assert {q for *_, q in labelled} == {c.question for c in finals}
+  assert ("max_at_k_k8", "grpo", "8", FINAL_8.question) in labelled
 
 
 def test_holm_and_equivalence_run_over_final_and_matched_rows_of_a_family(out):
