@@ -4,20 +4,30 @@ Usage, on the launcher's folder or on the committed copies of its runs
 (experiments.lm.archive_runs):
 
   python -m experiments.lm.study_summary --study_dir=out/lm_study --workdir=out/lm_study/summary
-  python -m experiments.lm.study_summary --study_dir=docs/lm_study_8seed/runs \
-    --workdir=docs/lm_study_8seed
+  python -m experiments.lm.study_summary --study_config=experiments.lm.configs.study_8seed \
+    --study_dir=docs/lm_study_8seed/runs --workdir=docs/lm_study_8seed
 
-Each run folder of --study_dir (one task and one seed of
-experiments/lm/configs/study_8seed.py) holds its per-prompt file prompts.csv, its
-training curves steps.csv and its split.json; nothing else is needed (no
-metrics.jsonl, no checkpoints). Every evaluation number written here is
-recomputed from the per-prompt counts and rewards by experiments.lm.reporting
-and checked against the run's own results.csv and reward_hist.csv (a folder
-whose files disagree, e.g. written by other code, stops the summary).
+--study_config names the study's config module (a module name, or a .py file: one
+below the working directory is imported as its module, another from its path;
+default experiments.lm.configs.study, the current study): its TASKS x SEEDS are the
+design, its CONTRASTS the declared contrasts (experiments.lm.study.config says what
+else it may set). The archived 8-seed study is experiments.lm.configs.study_8seed. A
+config that cannot be imported stops the summary with one line.
+
+Each run folder of --study_dir (one task and one seed of the study config) holds its
+per-prompt file prompts.csv, its training curves steps.csv and its split.json, and
+checkpoints.csv (the held-out evaluations at checkpoints, with their KL to the warm
+start) where the trainer wrote one; nothing else is needed (no metrics.jsonl, no
+model checkpoints). checkpoints.csv is required of every run when a declared
+contrast compares at matched KL (Contrast.at_kl); either every run has it or none.
+Every evaluation number written here is recomputed from the per-prompt counts and
+rewards by experiments.lm.reporting and checked against the run's own results.csv
+and reward_hist.csv (a folder whose files disagree, e.g. written by other code,
+stops the summary).
 
 The summary covers the whole study or stops (one line naming the file or run, exit
 code 1, nothing written). The study is its design, TASKS x SEEDS of
-configs/study_8seed.py, and it is complete when every one of these runs is present and
+the study config, and it is complete when every one of these runs is present and
 finished (prompts.csv and results.csv, and status ok where
 launch.local recorded one); also every run that launch.local's runs.json
 lists; no run of a task or seed outside the design, no folder with a run's files but
@@ -31,8 +41,8 @@ The runs' code is checked too, from each run's run.json (experiments/lm/provenan
 experiments.lm.study.commits): the summary stops, naming the runs and commits, when
 any session ran from a checkout with uncommitted changes to tracked files, or the
 sessions used more than one commit, unless all of them fall in one group of
-EQUIVALENT_COMMITS of configs/study.py (commits declared value-equivalent, each with
-its test). Unless configs/study.py sets REQUIRE_PROVENANCE = False (a study run before
+EQUIVALENT_COMMITS of the study config (commits declared value-equivalent, each with
+its test). Unless the study config sets REQUIRE_PROVENANCE = False (a study run before
 run.json existed), it stops as well when a run has no run.json, a session no known
 commit, or the runs do not all record one design note (config.study_design)
 committed before each run's first session started. The title names the
@@ -62,7 +72,11 @@ seed draws its own evaluation problems, warm start, training problems and sample
 Verdicts. The comparisons CONTRASTS of the study config are declared in advance
 and applied to every task, each in a family (Contrast.family; one family unless the
 study splits them); Holm's correction runs within each family over all tasks
-(the conservative choice, and what a reviewer counts). A declared contrast is
+(the conservative choice, and what a reviewer counts), contrasts at the final step
+and at matched KL alike. A contrast with at_kl compares the two runs where each
+seed's mean held-out KL to the warm start first reaches that level, interpolated
+between its checkpoints (experiments.lm.study.matched_kl), over the seeds in which
+both runs reached it. A declared contrast is
 better or worse when its Holm-adjusted p-value is below 0.05; equivalent when it
 declares a margin and the Holm-adjusted p-value of the two one-sided tests of
 equivalence is below 0.05; not detected otherwise, reported with the power of its
@@ -85,7 +99,18 @@ folders hold theirs, and at 1024 binning samples it would be large):
   differences and standard errors (diff_seeds, se_seeds), the mean diff
   with the floored interval (lo, hi), its uncorrected p_value, floored
   (whether the floor decided), the plain t-interval (t_lo, t_hi) for
-  comparison, p_holm and the verdict;
+  comparison, family, stderr (the floored interval's standard error), p_holm,
+  margin, p_equivalence, power, p_equivalence_holm and the verdict; when the
+  study declares a contrast at matched KL, two more columns close every row:
+  at_kl (the KL level in nats, or "final" for a final-step contrast) and
+  num_seeds_reached (the seeds in which both runs reached it, over which the
+  row's interval, seeds, diff_seeds and se_seeds run; num_seeds for a final-step
+  contrast), num_seeds then counting the task's seeds with checkpoints;
+* frontier.csv and frontier_<task>.png (where the runs hold checkpoints.csv;
+  experiments.lm.study.frontier): per task, run and k in 1, 8 and n, pass@k
+  against the mean held-out KL to the warm start, on a KL grid (point grid: mean
+  over seeds with the pointwise t-interval, up to the KL every seed reached) and at
+  each checkpoint every seed evaluated (point checkpoint);
 * paired_summary.csv: per task, pair of runs, metric and k, the per-seed
   differences with their intervals and standard errors, the mean with the floored
   interval and p_value, and the verdict (exploratory, or a declared contrast's,
@@ -138,8 +163,8 @@ folders hold theirs, and at 1024 binning samples it would be large):
   first k), the training figure marks the step and says so;
 * README.md: in this order the runs (minutes each), their provenance (a row per
   commit: dirty, runs, first start, last end, device kinds, hours, design note
-  commit), the declared contrasts
-  (uncorrected and Holm p), the warm start (last pass@1 per seed and how many lie in
+  commit), the declared contrasts (uncorrected and Holm p), the frontiers (only with
+  checkpoints), the warm start (last pass@1 per seed and how many lie in
   [0.1, 0.3]), training dynamics, pass@k / max@k at k = 1, 4, 16, n, crossings, each
   method at its own k_opt against base and GRPO, base-unsolved problems, PKPO's
   training-problem measure, reward histograms, split closeness, then under
@@ -154,10 +179,11 @@ off-policy weights against the usual ones (experiments.lm.study.methods.key_pair
 The library behind this binary is experiments.lm.study.
 
 --from_paired=PATH writes only contrasts.csv into --workdir, from a
-study's gathered paired.csv (e.g. a committed one whose run folders are gone)::
+study's gathered paired.csv (e.g. a committed one whose run folders are gone; not for a
+study that declares contrasts at matched KL, which need the runs' checkpoints.csv)::
 
-  python -m experiments.lm.study_summary --from_paired=docs/lm_study_3seed/paired.csv \
-    --workdir=/tmp/contrasts
+  python -m experiments.lm.study_summary --study_config=experiments.lm.configs.study_8seed \
+    --from_paired=docs/lm_study_8seed/paired.csv --workdir=/tmp/contrasts
 """
 
 from __future__ import annotations
@@ -170,9 +196,16 @@ from absl import app
 from absl import flags
 
 from experiments import outputs
+from experiments.lm.study import config as config_lib
 from experiments.lm.study import files
 from experiments.lm.study import summary
 
+_STUDY_CONFIG = flags.DEFINE_string(
+  "study_config",
+  config_lib.DEFAULT,
+  "The study's config module: a module name (experiments.lm.configs.study_8seed) or a .py "
+  "file (experiments/lm/configs/study_8seed.py).",
+)
 _STUDY_DIR = flags.DEFINE_string(
   "study_dir",
   "out/lm_study",
@@ -211,15 +244,19 @@ outputs.register_out_dir_validator("workdir")
 
 def main(argv: Sequence[str]) -> None:
   """The binary: :func:`experiments.lm.study.summary.summarize` (or, with
-  ``--from_paired``, :func:`~experiments.lm.study.summary.contrasts_from_paired`), a
-  refused study ending the process with one error line and exit code 1."""
+  ``--from_paired``, :func:`~experiments.lm.study.summary.contrasts_from_paired`) of
+  the study of ``--study_config``, a refused study or config ending the process with
+  one error line and exit code 1."""
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   try:
+    config = config_lib.load(_STUDY_CONFIG.value)
     if _FROM_PAIRED.value is not None:
-      summary.contrasts_from_paired(_FROM_PAIRED.value, _WORKDIR.value)
+      summary.contrasts_from_paired(_FROM_PAIRED.value, _WORKDIR.value, config)
     else:
-      summary.summarize(_STUDY_DIR.value, _WORKDIR.value, allow_incomplete=_ALLOW_INCOMPLETE.value)
+      summary.summarize(
+        _STUDY_DIR.value, _WORKDIR.value, config, allow_incomplete=_ALLOW_INCOMPLETE.value
+      )
   except files.StudyError as e:
     raise SystemExit(f"experiments.lm.study_summary: {e}") from None
 

@@ -58,8 +58,8 @@ and its summary across seeds, recomputed from each run's per-problem file (it
 refuses an incomplete study unless ``--allow_incomplete``; see
 experiments/lm/study_summary.py)::
 
-  python -m experiments.lm.study_summary --study_dir=docs/lm_study_8seed/runs \
-    --workdir=docs/lm_study_8seed
+  python -m experiments.lm.study_summary --study_config=experiments.lm.configs.study_8seed \
+    --study_dir=docs/lm_study_8seed/runs --workdir=docs/lm_study_8seed
 
 The archived run folders keep the names the sweep gave them when this module was
 ``configs/study.py`` (``config-experiments-lm-configs-study.py-<task>_config.seed-<s>``);

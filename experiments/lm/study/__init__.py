@@ -1,7 +1,8 @@
 """The LM study's summary across seeds, as a library (the binary is
 :mod:`experiments.lm.study_summary`, whose docstring defines every output).
 
-* reading: :mod:`~experiments.lm.study.files` (errors, JSON and CSV),
+* reading: :mod:`~experiments.lm.study.config` (the study config, ``--study_config``),
+  :mod:`~experiments.lm.study.files` (errors, JSON and CSV),
   :mod:`~experiments.lm.study.runs` (one run from its per-prompt file),
   :mod:`~experiments.lm.study.loading` (the study folder against its design),
   :mod:`~experiments.lm.study.steps` (training curves),

@@ -2,7 +2,8 @@
 :mod:`experiments.lm.study.report`): every run's own tables gathered with a ``task``
 column, ``summary.csv``, ``contrasts.csv``, ``paired_summary.csv``,
 ``unsolved_summary.csv`` and ``reward_hist.csv`` (columns: the module docstring of
-:mod:`experiments.lm.study_summary`)."""
+:mod:`experiments.lm.study_summary`), the declared contrasts at matched KL included
+(:func:`matched_kl_contrasts`)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from typing import Any
 from experiments.lm import contrasts
 from experiments.lm import intervals
 from experiments.lm import report_rows
-from experiments.lm.configs import study_8seed as study_config
+from experiments.lm.study import config as config_lib
 from experiments.lm.study import files
+from experiments.lm.study import matched_kl
 from experiments.lm.study import runs as runs_lib
 from experiments.lm.study import seeds as seeds_lib
+from experiments.lm.study.checkpoints import Arm
 
 SCOPES = ("all", *report_rows.BINS)
 
@@ -105,14 +108,22 @@ def paired_groups(paired: Sequence[dict[str, Any]]) -> dict[tuple, dict[int, dic
   return groups
 
 
+# contrasts.csv's columns after verdict when the study declares contrasts at matched KL:
+# the KL level in nats ("final" for a final-step contrast) and the seeds in which both
+# arms reached it (every seed for a final-step contrast).
+MATCHED_COLUMNS = ("at_kl", "num_seeds_reached")
+
+
 def _declared_row(
-  task: str, c: contrasts.Contrast, k: int, sign: float, by_seed: dict[int, dict[str, Any]]
+  task: str,
+  c: contrasts.Contrast,
+  k: int,
+  seeds: Sequence[int],
+  diffs: Sequence[float],
+  ses: Sequence[float],
 ) -> dict[str, Any]:
   """contrasts.csv's row of contrast ``c`` on ``task`` (Holm's columns still absent)
-  from its paired rows per seed, ``sign`` = -1 where they hold b − a."""
-  seeds = sorted(by_seed)
-  diffs = [sign * float(by_seed[s]["diff"]) for s in seeds]
-  ses = [float(by_seed[s]["diff_se"]) for s in seeds]
+  from its per-seed differences a − b and their standard errors over problems."""
   iv = seeds_lib.seed_interval(diffs, ses)
   t_lo, t_hi = seeds_lib.plain_bounds(diffs)
   return {
@@ -138,31 +149,109 @@ def _declared_row(
   }
 
 
-def contrast_rows(
-  paired: Sequence[dict[str, Any]],
-  declared: Sequence[contrasts.Contrast] | None = None,
-  *,
-  power_effect: float | None = None,
-) -> list[dict[str, Any]]:
-  """contrasts.csv: every declared contrast of every task in ``paired`` (paired.csv
-  rows), with the floored interval over seeds, its p-value, the Holm-adjusted one
-  over the family of all of them (every task), the verdict, and the plain
-  t-interval beside (``t_lo``, ``t_hi``).
+def _paired_row(
+  task: str, c: contrasts.Contrast, k: int, sign: float, by_seed: dict[int, dict[str, Any]]
+) -> dict[str, Any]:
+  """:func:`_declared_row` from the contrast's paired rows per seed, ``sign`` = -1
+  where they hold b − a."""
+  seeds = sorted(by_seed)
+  diffs = [sign * float(by_seed[s]["diff"]) for s in seeds]
+  ses = [float(by_seed[s]["diff_se"]) for s in seeds]
+  return _declared_row(task, c, k, seeds, diffs, ses)
 
-  ``declared`` defaults to the study config's ``CONTRASTS``. A contrast whose runs
-  ``paired`` holds as b − a is negated. k = "n" is the task's largest k_eval (its
-  evaluation's n).
+
+def matched_kl_contrasts(
+  arms: dict[str, dict[int, dict[str, Arm]]], config: config_lib.StudyConfig
+) -> dict[tuple[str, str], dict[str, Any]]:
+  """(task, question) -> contrasts.csv's row (Holm's columns still absent) of every
+  declared contrast with ``at_kl``, per task of ``arms`` (task -> seed -> run ->
+  :class:`~experiments.lm.study.checkpoints.Arm`, the runs' checkpoints.csv).
+
+  Each seed's difference and standard error is
+  :func:`experiments.lm.study.matched_kl.seed_difference` at the contrast's KL
+  (``matched_kl.matched_kl_rows``'s numbers: each arm's per-prompt pass@k where its
+  mean held-out KL first reaches ``at_kl``, paired over prompts); the interval runs
+  over the seeds in which both arms reached it (``seeds``; ``num_seeds_reached``),
+  while ``num_seeds`` counts the task's seeds with checkpoints. Where fewer than two
+  seeds reached it the row has no interval and a NaN p-value, which Holm counts in its
+  family.
 
   Raises:
-    StudyError: if a task lacks the runs or the k of a declared contrast.
+    StudyError: for a matched-KL contrast in max@k (checkpoints hold pass@k), seeds
+      evaluated with different n, or a k above n.
   """
-  if declared is None:
-    declared = study_config.CONTRASTS
+  out: dict[tuple[str, str], dict[str, Any]] = {}
+  for task, by_seed in arms.items():
+    ns = {arm.n for seed_arms in by_seed.values() for arm in seed_arms.values()}
+    for c in config.matched_kl:
+      if c.measure != "pass" or len(ns) != 1:
+        raise files.StudyError(
+          f"Task {task}: the contrast {c.question!r} at matched KL needs pass@k and one n "
+          f"in every checkpoints.csv (measure {c.measure!r}, n in {sorted(ns)})."
+        )
+      try:
+        k = c.resolve_k(next(iter(ns)))
+      except ValueError as e:
+        raise files.StudyError(f"Task {task}: {e}") from None
+      assert c.at_kl is not None
+      per_seed = {
+        s: matched_kl.seed_difference(seed_arms[c.a], seed_arms[c.b], k, c.at_kl)
+        if c.a in seed_arms and c.b in seed_arms
+        else None
+        for s, seed_arms in sorted(by_seed.items())
+      }
+      reached = [(s, v) for s, v in per_seed.items() if v is not None]
+      row = _declared_row(
+        task,
+        c,
+        k,
+        [s for s, _ in reached],
+        [d for _, (d, _) in reached],
+        [se for _, (_, se) in reached],
+      )
+      row["num_seeds"] = len(per_seed)
+      out[task, c.question] = row | {"at_kl": c.at_kl, "num_seeds_reached": len(reached)}
+  return out
+
+
+def contrast_rows(
+  paired: Sequence[dict[str, Any]],
+  config: config_lib.StudyConfig,
+  *,
+  matched: dict[tuple[str, str], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+  """contrasts.csv: every declared contrast (``config.contrasts``) of every task in
+  ``paired`` (paired.csv rows), in declared order per task, with the floored interval
+  over seeds, its p-value, the Holm-adjusted one within its family over every task,
+  the verdict (:func:`decide`), and the plain t-interval beside (``t_lo``, ``t_hi``).
+
+  A final-step contrast comes from ``paired``: a contrast whose runs it holds as
+  b − a is negated; k = "n" is the task's largest k_eval (its evaluation's n). A
+  contrast with ``at_kl`` is not in paired.csv: its row comes from ``matched``
+  (:func:`matched_kl_contrasts`), and every row then carries :data:`MATCHED_COLUMNS`
+  after ``verdict`` (a final-step row: ``at_kl`` = ``final``, ``num_seeds_reached`` =
+  ``num_seeds``); Holm's families span final-step and matched-KL rows alike. A study
+  without ``at_kl`` contrasts keeps the columns it always had.
+
+  Raises:
+    StudyError: if a task lacks the runs or the k of a declared contrast, or a
+      contrast with ``at_kl`` has no row in ``matched`` (no checkpoints.csv).
+  """
   groups = paired_groups(paired)
+  has_matched = bool(config.matched_kl)
   out = []
   for task in dict.fromkeys(r["task"] for r in paired):
     n = max(int(r["k_eval"]) for r in paired if r["task"] == task)
-    for c in declared:
+    for c in config.contrasts:
+      if c.at_kl is not None:
+        row = (matched or {}).get((task, c.question))
+        if row is None:
+          raise files.StudyError(
+            f"Task {task}: the declared contrast {c.question!r} at KL {c.at_kl:g} needs the "
+            "runs' checkpoints.csv, which this summary did not read."
+          )
+        out.append(dict(row))
+        continue
       try:
         k = c.resolve_k(n)
       except ValueError as e:
@@ -173,13 +262,20 @@ def contrast_rows(
       if by_seed is None:
         raise files.StudyError(
           f"Task {task} has no paired difference {c.a} − {c.b} in {c.metric} at k={k}, "
-          f"which the declared contrast {c.question!r} needs (configs/study_8seed.py)."
+          f"which the declared contrast {c.question!r} needs ({config.path})."
         )
-      out.append(_declared_row(task, c, k, sign, by_seed))
-  margins = {c.question: c.margin for c in declared}
-  if power_effect is None:
-    power_effect = getattr(study_config, "POWER_EFFECT", None)
-  return decide(out, margins, power_effect=power_effect)
+      row = _paired_row(task, c, k, sign, by_seed)
+      if has_matched:
+        row |= {"at_kl": matched_kl.FINAL, "num_seeds_reached": row["num_seeds"]}
+      out.append(row)
+  margins = {c.question: c.margin for c in config.contrasts}
+  rows = decide(out, margins, power_effect=config.power_effect)
+  if has_matched:  # The matched-KL columns after every other, in every row.
+    rows = [
+      {c: v for c, v in r.items() if c not in MATCHED_COLUMNS} | {c: r[c] for c in MATCHED_COLUMNS}
+      for r in rows
+    ]
+  return rows
 
 
 def decide(
@@ -192,8 +288,9 @@ def decide(
   ``p_value``, ``num_seeds``) its Holm-adjusted p-value within its family
   (``p_holm``), the equivalence columns (``margin``, ``p_equivalence`` and its Holm
   adjustment within the family's contrasts that declare a margin), the ``power`` of
-  its test at an effect of ``margin`` (at α / family size, ``contrasts.power``) and
-  the ``verdict`` (``contrasts.declared_verdict``). ``margins`` maps a question to its
+  its test at an effect of ``margin`` (at α / family size, ``contrasts.power``; with
+  the seeds that reached a matched KL, ``num_seeds_reached``, where a row has them)
+  and the ``verdict`` (``contrasts.declared_verdict``). ``margins`` maps a question to its
   declared margin; a contrast without one gets ``power_effect`` as ``margin`` for its
   power alone (``p_equivalence`` NaN), or NaN."""
   families: dict[str, list[int]] = {}
@@ -209,7 +306,7 @@ def decide(
       margin = declared_margin if declared_margin is not None else power_effect
       row["margin"] = float("nan") if margin is None else float(margin)
       row["p_equivalence"] = float("nan")
-      df = int(row["num_seeds"]) - 1
+      df = int(row.get("num_seeds_reached", row["num_seeds"])) - 1
       if declared_margin is not None and df >= 1:
         row["p_equivalence"] = float(
           contrasts.equivalence_p_value(row["diff"], row["stderr"], df, declared_margin)
@@ -238,10 +335,13 @@ def paired_summary_rows(
 ) -> list[dict[str, Any]]:
   """paired_summary.csv from the gathered paired.csv rows: every pair, metric and k,
   with the floored interval over seeds and its p-value. A row that is a declared
-  contrast (one of ``declared``, :func:`contrast_rows`, either sign) carries its
-  ``question``, ``p_holm`` and verdict; every other row is exploratory."""
+  contrast at the final step (one of ``declared``, :func:`contrast_rows`, either
+  sign) carries its ``question``, ``p_holm`` and verdict; every other row is
+  exploratory (a contrast at matched KL is not a row of paired.csv)."""
   index: dict[tuple, dict[str, Any]] = {}
   for c in declared:
+    if c.get("at_kl", matched_kl.FINAL) != matched_kl.FINAL:
+      continue
     metric = contrasts.MEASURES[c["measure"]]
     index[c["task"], c["a"], c["b"], metric, int(c["k"])] = c
     index[c["task"], c["b"], c["a"], metric, int(c["k"])] = c

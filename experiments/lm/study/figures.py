@@ -1,6 +1,7 @@
 """The study's figures per task, drawn from its computed tables (module docstring of
 :mod:`experiments.lm.study_summary`): ``pass_at_k``, ``bins``, ``contrasts``,
-``rewards``, and from the runs' ``steps.csv`` ``training`` and ``warm_start``."""
+``rewards``, from the runs' ``steps.csv`` ``training`` and ``warm_start``, and from
+``frontier.csv`` (where the runs hold checkpoints) ``frontier``."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from experiments import plot_style
+from experiments.lm.study import frontier
 from experiments.lm.study import methods as methods_lib
 from experiments.lm.study import plot_bars
 from experiments.lm.study import plot_curves
+from experiments.lm.study import plot_frontier
 from experiments.lm.study import steps as steps_lib
 from experiments.lm.study import styles as styles_lib
 from experiments.lm.study import training_tables
@@ -44,7 +47,11 @@ def _evaluation_figures(
   methods = methods_lib.methods_of_rows(overall)
   styles = styles_lib.run_styles(methods)
   paired = [r for r in tables["paired_summary.csv"] if r["task"] == task]
-  pairs = methods_lib.key_pairs(methods, {(r["a_run"], r["b_run"]) for r in paired})
+  pairs = methods_lib.key_pairs(
+    methods,
+    {(r["a_run"], r["b_run"]) for r in paired},
+    methods_lib.declared_pairs(tables.get("contrasts.csv", []), task),
+  )
   return {
     f"pass_at_k_{task}.png": lambda: pass_at_k_figure(tables["summary.csv"], task),
     f"bins_{task}.png": lambda: plot_bars.study_bins_figure(
@@ -99,7 +106,8 @@ def write_figures(
 ) -> list[str]:
   """Draws the figures of every task of ``tasks`` into ``out_dir``; returns their
   paths. Without ``steps`` (no run has a steps.csv) there are no training and
-  warm-start figures."""
+  warm-start figures; without frontier.csv rows of a task (no checkpoints.csv) no
+  ``frontier_<task>.png``."""
   paths = []
   for task in tasks:
     figures = _evaluation_figures(tables, task)
@@ -107,4 +115,9 @@ def write_figures(
       figures.update(_training_figures(tables, steps, task))
     for name, draw in figures.items():
       paths.append(plot_style.save(draw(), os.path.join(out_dir, name)))
+    rows = [r for r in tables.get(frontier.FILE, []) if r["task"] == task]
+    if rows:
+      ks = sorted({int(r["k"]) for r in rows})
+      path = os.path.join(out_dir, f"frontier_{task}.png")
+      paths.append(plot_frontier.plot_frontier(rows, path, ks=ks))
   return paths

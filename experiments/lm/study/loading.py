@@ -1,5 +1,6 @@
-"""A study folder's runs: which belong to the design of ``experiments/lm/configs/study_8seed.py``
-(its ``TASKS`` x ``SEEDS``), which are finished, and which are missing."""
+"""A study folder's runs: which belong to the design of its study config
+(:class:`experiments.lm.study.config.StudyConfig`: ``TASKS`` x ``SEEDS``), which are
+finished, and which are missing."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from collections.abc import Iterable, Sequence
 import dataclasses
 import os
 
-from experiments.lm.configs import study_8seed as study_config
 from experiments.lm.study import commits
+from experiments.lm.study import config as config_lib
 from experiments.lm.study import files
 from experiments.lm.study import runs as runs_lib
 
@@ -46,25 +47,23 @@ class Study:
     return sorted({r.seed for r in self.runs})
 
 
-def _identity(folder: str) -> tuple[str, int]:
-  """(task, seed) of a run folder, from its config.json."""
+def _identity(folder: str, config: config_lib.StudyConfig) -> tuple[str, int]:
+  """(task, seed) of a run folder, from its config.json, checked against ``config``."""
   path = os.path.join(folder, "config.json")
-  config = files.read_json(path)
+  recorded = files.read_json(path)
   try:
-    task, seed = config["task"]["name"], config["seed"]
+    task, seed = recorded["task"]["name"], recorded["seed"]
   except (KeyError, TypeError):
     raise files.StudyError(f"{path} lacks task.name or seed.") from None
   if not isinstance(task, str) or isinstance(seed, bool) or not isinstance(seed, int):
     raise files.StudyError(f"{path}: task.name={task!r} or seed={seed!r} has the wrong type.")
-  if task not in study_config.TASKS:
+  if task not in config.tasks:
     raise files.StudyError(
-      f"{path}: task {task!r} is not a task of the study (experiments/lm/configs/study_8seed.py: "
-      f"{sorted(study_config.TASKS)})."
+      f"{path}: task {task!r} is not a task of the study ({config.path}: {sorted(config.tasks)})."
     )
-  if seed not in study_config.SEEDS:
+  if seed not in config.seeds:
     raise files.StudyError(
-      f"{path}: seed {seed} is not a seed of the study (experiments/lm/configs/study_8seed.py: "
-      f"SEEDS = {tuple(study_config.SEEDS)})."
+      f"{path}: seed {seed} is not a seed of the study ({config.path}: SEEDS = {config.seeds})."
     )
   return task, seed
 
@@ -103,7 +102,9 @@ def _listed_runs(study_dir: str) -> list[str]:
   return [r["name"] for r in listed if r.get("binary") == STUDY_BINARY]
 
 
-def _scan(study_dir: str) -> tuple[list[runs_lib.Run], list[str], set[tuple[str, int]], list[str]]:
+def _scan(
+  study_dir: str, config: config_lib.StudyConfig
+) -> tuple[list[runs_lib.Run], list[str], set[tuple[str, int]], list[str]]:
   """(finished runs, missing runs, every (task, seed) with a folder, folder names) of
   the folders in ``study_dir`` (names starting with "." are skipped)."""
   runs: list[runs_lib.Run] = []
@@ -121,7 +122,7 @@ def _scan(study_dir: str) -> tuple[list[runs_lib.Run], list[str], set[tuple[str,
       if found:
         missing.append(f"{folder}: holds {found[0]} but no config.json")
       continue
-    task, seed = _identity(folder)
+    task, seed = _identity(folder, config)
     if (task, seed) in seen:
       raise files.StudyError(
         f"Two runs of task {task}, seed {seed}: {seen[task, seed]} and {folder}."
@@ -143,13 +144,15 @@ def _scan(study_dir: str) -> tuple[list[runs_lib.Run], list[str], set[tuple[str,
   return runs, missing, set(seen), names
 
 
-def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
+def load_study(
+  study_dir: str, config: config_lib.StudyConfig, *, allow_incomplete: bool = False
+) -> Study:
   """The runs of ``study_dir``, sorted by task and seed, and the runs it lacks.
 
   ``study_dir`` is the sweep's ``--out_root`` or a folder of archived runs
   (``experiments.lm.archive_runs``); folders whose names start with "." (an
   interrupted archive's partial copies) are not read. The study's design is
-  ``TASKS`` x ``SEEDS`` of ``experiments/lm/configs/study_8seed.py``; a run of it is
+  ``TASKS`` x ``SEEDS`` of its study ``config``; a run of it is
   missing when it has no folder, is unfinished (no ``prompts.csv`` or
   ``results.csv``), or the launcher recorded it as not finished (``failed``,
   ``running``, ``stopped``). Missing too: every run that launch.local's
@@ -158,6 +161,7 @@ def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
 
   Args:
     study_dir: the study sweep's ``--out_root``, or the archive of its runs.
+    config: the study config (``--study_config``), whose design the runs are.
     allow_incomplete: summarise the finished runs of an incomplete study (missing
       runs, or fewer than 2 seeds), which ``Study.missing`` then names; otherwise
       any of these stops.
@@ -172,11 +176,9 @@ def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
   """
   if not os.path.isdir(study_dir):
     raise files.StudyError(f"--study_dir={study_dir!r} is not a folder.")
-  runs, missing, seen, names = _scan(study_dir)
-  for task in study_config.TASKS:
-    missing += [
-      f"{task} seed {s}: no run folder" for s in study_config.SEEDS if (task, s) not in seen
-    ]
+  runs, missing, seen, names = _scan(study_dir, config)
+  for task in config.tasks:
+    missing += [f"{task} seed {s}: no run folder" for s in config.seeds if (task, s) not in seen]
   missing += [
     f"{os.path.join(study_dir, n)}: listed in {RUNS_FILE} but absent"
     for n in _listed_runs(study_dir)
@@ -203,8 +205,8 @@ def load_study(study_dir: str, *, allow_incomplete: bool = False) -> Study:
   records = commits.read_records(runs)
   commits.check(
     records,
-    require=getattr(study_config, "REQUIRE_PROVENANCE", True),
-    equivalent=getattr(study_config, "EQUIVALENT_COMMITS", ()),
+    require=config.require_provenance,
+    equivalent=config.equivalent_commits,
   )
   return Study(runs=tuple(runs), missing=tuple(missing), provenance=tuple(records))
 

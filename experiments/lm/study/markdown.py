@@ -74,6 +74,16 @@ def verdict_text(row: dict[str, Any]) -> str:
   return verdict
 
 
+def declared_question(row: dict[str, Any]) -> str:
+  """A declared contrast's question, and for one at matched KL its level and the seeds
+  that reached it: ``k_opt = 8 vs GRPO at pass@8 (at KL 0.5 nats; 7 of 8 seeds)``."""
+  at_kl = str(row.get("at_kl", "final") or "final")
+  if at_kl == "final":
+    return str(row["question"])
+  reached, seeds = row["num_seeds_reached"], row["num_seeds"]
+  return f"{row['question']} (at KL {float(at_kl):g} nats; {reached} of {seeds} seeds)"
+
+
 def declared_table(rows: Sequence[dict[str, Any]]) -> list[str]:
   """The declared contrasts (contrasts.csv rows) as a Markdown table, a row each."""
   return table(
@@ -81,7 +91,7 @@ def declared_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     (
       (
         r["task"],
-        r["question"],
+        declared_question(r),
         cell(r["diff"], r["lo"], r["hi"]),
         p_text(r["p_value"]),
         p_text(r["p_holm"]),

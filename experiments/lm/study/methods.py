@@ -1,13 +1,13 @@
 """The study's runs as methods, read from the runs' own records instead of from names.
 
-Every run of ``experiments/lm/configs/study_8seed.py`` (its ``rl.runs``, plus the base
-model) reaches the summary as rows with ``rl_run``, ``method`` (e.g.
+Every run of a study config (e.g. ``experiments/lm/configs/study_8seed.py``: its
+``rl.runs``, plus the base model) reaches the summary as rows with ``rl_run``, ``method`` (e.g.
 ``max_at_k/loo_minus_one/anneal/exact``) and ``k_opt`` (``4``, ``8:60:1``, or
 ``n/a`` for a k-free estimator). :func:`method_of` turns them into a
 :class:`Method` (estimator family, k schedule, off-policy weights), from which
 come the labels of tables and figures, the k a run optimises, the reference run
 (GRPO) of the "minus GRPO" comparisons, the pairs of the exploratory key
-differences (the config's declared contrasts first) and the runs whose training
+differences (the declared contrasts' pairs first) and the runs whose training
 curves coincide by construction.
 """
 
@@ -16,9 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 import dataclasses
 from typing import Any
-
-from experiments.lm import contrasts
-from experiments.lm.configs import study_8seed as study_config
 
 BASE = "base"  # The base model's rl_run and stage (experiments.lm.reporting).
 # The estimator whose run the "minus GRPO" comparisons subtract.
@@ -139,13 +136,13 @@ def reference_run(methods: Iterable[Method]) -> str | None:
 
 
 def _candidate_pairs(
-  methods: dict[str, Method], declared: Sequence[contrasts.Contrast]
+  methods: dict[str, Method], declared: Sequence[tuple[str, str]]
 ) -> list[tuple[str, str]]:
   """The pairs of :func:`key_pairs` in order, before orientation and deduplication."""
   listed = list(methods.values())
   rl = [m for m in listed if not m.is_base]
   reference = reference_run(listed)
-  pairs = [(c.a, c.b) for c in declared]
+  pairs = list(declared)
   pairs += [(m.run, BASE) for m in rl]
   pairs += [(m.run, reference) for m in rl if reference is not None]
   usual: dict[str, str] = {}
@@ -174,17 +171,15 @@ def _candidate_pairs(
 def key_pairs(
   methods: dict[str, Method],
   present: Iterable[tuple[str, str]],
-  declared: Sequence[contrasts.Contrast] | None = None,
+  declared: Sequence[tuple[str, str]],
 ) -> list[tuple[str, str, str]]:
-  """The exploratory key differences (a_run, b_run, label), top to bottom: the pairs
-  of the ``declared`` contrasts (the study config's ``CONTRASTS`` by default); every
+  """The exploratory key differences (a_run, b_run, label), top to bottom: the
+  ``declared`` contrasts' (a, b) pairs (e.g. contrasts.csv's, :func:`declared_pairs`); every
   RL run against the base model, then against GRPO; each constant-k run against the
   smallest k_opt of its estimator; an annealed run against the constant runs at its
   first and last k; other off-policy weights against the usual ones at the same k.
   Each pair once, oriented as ``present`` holds it (paired.csv's (a_run, b_run));
   pairs not present are left out."""
-  if declared is None:
-    declared = study_config.CONTRASTS
   have = set(present)
   out: list[tuple[str, str, str]] = []
   seen: set[frozenset[str]] = set()
@@ -198,6 +193,11 @@ def key_pairs(
     labels = [short_label(methods[x], methods.values()) for x in pair]
     out.append((pair[0], pair[1], f"{labels[0]} vs {labels[1]}"))
   return out
+
+
+def declared_pairs(contrast_rows: Iterable[dict[str, Any]], task: str) -> list[tuple[str, str]]:
+  """The (a, b) runs of ``task``'s declared contrasts (contrasts.csv rows), in order."""
+  return [(r["a"], r["b"]) for r in contrast_rows if r["task"] == task]
 
 
 def coinciding_runs(methods: Iterable[Method]) -> list[tuple[str, str, int]]:

@@ -12,6 +12,8 @@ import math
 from typing import Any
 
 from experiments.lm.study import commits
+from experiments.lm.study import config as config_lib
+from experiments.lm.study import frontier
 from experiments.lm.study import loading
 from experiments.lm.study import markdown as md
 from experiments.lm.study import methods as methods_lib
@@ -21,8 +23,8 @@ from experiments.lm.study import training_tables
 
 _REPORT_HEADER = """\
 Written by `python -m experiments.lm.study_summary` from the run folders of
-`python -m launch.local --sweep=launch/sweeps/lm_study_8seed.json --out_root=out/lm_study_8seed`
-(config `experiments/lm/configs/study_8seed.py`), or from their committed copies in
+`python -m launch.local --sweep={sweep} --out_root=out/lm_{stem}`
+(config `{path}`), or from their committed copies in
 `runs/` (`python -m experiments.lm.archive_runs`); each run folder holds its own
 per-problem file `prompts.csv`. Each seed draws its own held-out problems, warm
 start, training problems and samples. The module docstrings of
@@ -37,7 +39,7 @@ difference paired within seeds, the plain Student-t interval otherwise].
 
 
 _DECLARED_NOTE = """\
-The comparisons fixed before the runs (`CONTRASTS` of `configs/study_8seed.py`; a − b,
+The comparisons fixed before the runs (`CONTRASTS` of `{short_path}`; a − b,
 paired on the same problems within each seed; `contrasts.csv`). The interval over
 seeds is the Student-t interval with the between-seed variance floored at the
 within-seed one (the mean over seeds of each difference's squared standard error
@@ -233,27 +235,60 @@ def _dynamics_section(
   return lines
 
 
+_FRONTIER_NOTE = """\
+Where each run stands against how far it moved from its warm start: held-out pass@k
+against the mean held-out KL to the warm start, at every evaluated checkpoint of
+every seed (`frontier.csv`; experiments/lm/study/frontier.py). A declared contrast
+with a KL level compares two runs where each first reaches it, interpolated between
+its checkpoints in each seed (experiments/lm/study/matched_kl.py), over the seeds in
+which both did (`contrasts.csv`'s `at_kl` and `num_seeds_reached`).
+"""
+
+
+def frontier_section(rows: Sequence[dict[str, Any]], tasks: Sequence[str]) -> list[str]:
+  """The frontiers: per task with frontier.csv rows, its figure and one line; none
+  without checkpoints."""
+  mine = [t for t in tasks if any(r["task"] == t for r in rows)]
+  if not mine:
+    return []
+  lines = ["## Frontiers", "", _FRONTIER_NOTE]
+  for task in mine:
+    ks = sorted({int(r["k"]) for r in rows if r["task"] == task})
+    lines += md.figure(
+      f"frontier_{task}.png",
+      f"{task} pass@k against KL to the warm start",
+      f"{task}: held-out pass@k (k = {', '.join(str(k) for k in ks)}) against the held-out KL "
+      "to the warm start, mean over seeds with the pointwise 95% t-interval band up to the "
+      "largest KL every seed reached; markers: the checkpoints, mean over seeds.",
+    )
+  return lines
+
+
 def report_markdown(
   runs: Sequence[runs_lib.Run],
   tables: dict[str, list[dict[str, Any]]],
+  config: config_lib.StudyConfig,
   missing: Sequence[str] = (),
   audit: Sequence[str] = (),
 ) -> str:
   """README.md of the summary folder from the computed ``tables``
-  (:func:`experiments.lm.study.summary.compute_tables`): (first, an archived study's
-  ``audit`` lines, then the runs ``missing`` from an incomplete study) the runs, their
-  provenance, the declared contrasts, then the exploratory sections in the order of
-  the module docstring of :mod:`experiments.lm.study_summary`."""
+  (:func:`experiments.lm.study.summary.compute_tables`) of the study of ``config``:
+  (first, an archived study's ``audit`` lines, then the runs ``missing`` from an
+  incomplete study) the runs, their provenance, the declared contrasts, the frontiers
+  (only where the runs hold checkpoints), then the exploratory sections in the order
+  of the module docstring of :mod:`experiments.lm.study_summary`."""
   tasks = loading.tasks_of(runs)
   declared = tables["contrasts.csv"]
   lines = [report_title(runs), ""]
   lines += list(audit)
   lines += _incomplete_note(missing)
-  lines += [_REPORT_HEADER]
+  lines += [_REPORT_HEADER.format(sweep=config.sweep, stem=config.stem, path=config.path)]
   lines += _runs_section(runs)
   lines += commits.provenance_section(tables.get("provenance.csv", []), len(runs))
-  lines += ["## Declared contrasts", "", _DECLARED_NOTE.format(m=len(declared))]
+  note = _DECLARED_NOTE.format(m=len(declared), short_path=config.short_path)
+  lines += ["## Declared contrasts", "", note]
   lines += md.declared_table(declared)
+  lines += frontier_section(tables.get(frontier.FILE, []), tasks)
   if tables["dynamics.csv"]:
     lines += _warm_section(tables["dynamics.csv"], tables["results.csv"], tasks)
     lines += _dynamics_section(tables["dynamics.csv"], tables["summary.csv"], tasks)
@@ -265,5 +300,7 @@ def report_markdown(
   lines += sections.reward_section(tables["reward_hist.csv"], tasks)
   lines += sections.splits_section(tables["splits.csv"], tasks)
   lines += ["## Exploratory", "", _EXPLORATORY_NOTE]
-  lines += sections.exploratory_section(tables["summary.csv"], tables["paired_summary.csv"], tasks)
+  lines += sections.exploratory_section(
+    tables["summary.csv"], tables["paired_summary.csv"], tasks, declared
+  )
   return "\n".join(lines).rstrip("\n") + "\n"

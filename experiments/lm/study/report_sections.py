@@ -83,12 +83,18 @@ def unsolved_table(unsolved_summary: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def key_differences(
-  paired_summary: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]], n: int
+  paired_summary: Sequence[dict[str, Any]],
+  summary: Sequence[dict[str, Any]],
+  n: int,
+  declared: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
   """The key differences of one task (:func:`experiments.lm.study.methods.key_pairs`
-  of its runs in ``summary``) in pass@k and max@k at k = 1 and n (exploratory)."""
+  of its runs in ``summary``, the ``declared`` contrasts' pairs first) in pass@k and
+  max@k at k = 1 and n (exploratory)."""
   methods = methods_lib.methods_of_rows(r for r in summary if r["scope"] == "all")
-  pairs = methods_lib.key_pairs(methods, {(r["a_run"], r["b_run"]) for r in paired_summary})
+  pairs = methods_lib.key_pairs(
+    methods, {(r["a_run"], r["b_run"]) for r in paired_summary}, declared
+  )
   index = {(r["a_run"], r["b_run"], r["metric"], int(r["k_eval"])): r for r in paired_summary}
   rows = []
   for a, b, label in pairs:
@@ -348,17 +354,26 @@ def splits_section(splits: Sequence[dict[str, Any]], tasks: Sequence[str]) -> li
 
 
 def exploratory_section(
-  summary: Sequence[dict[str, Any]], paired_summary: Sequence[dict[str, Any]], tasks: Sequence[str]
+  summary: Sequence[dict[str, Any]],
+  paired_summary: Sequence[dict[str, Any]],
+  tasks: Sequence[str],
+  declared: Sequence[dict[str, Any]] = (),
 ) -> list[str]:
-  """Per task, pass@1 and pass@n by difficulty bin and the key differences, with the
-  contrasts figure."""
+  """Per task, pass@1 and pass@n by difficulty bin and the key differences (the
+  ``declared`` contrasts' pairs, contrasts.csv rows, first), with the contrasts
+  figure."""
   lines = []
   for task in tasks:
     mine = [r for r in summary if r["task"] == task]
     n = md.n_of(summary, task)
     lines += [f"### {task}", ""]
     lines += bin_table(mine, 1) + bin_table(mine, n)
-    lines += key_differences([r for r in paired_summary if r["task"] == task], mine, n)
+    lines += key_differences(
+      [r for r in paired_summary if r["task"] == task],
+      mine,
+      n,
+      methods_lib.declared_pairs(declared, task),
+    )
     lines += md.figure(
       f"contrasts_{task}.png",
       f"{task} paired differences",

@@ -1,7 +1,8 @@
 """The study's summary: its tables computed from the run folders
 (:func:`compute_tables`), then written with the figures and the README
 (:func:`summarize`); or only ``contrasts.csv`` from a gathered ``paired.csv``
-(:func:`contrasts_from_paired`)."""
+(:func:`contrasts_from_paired`). Each takes the study config
+(:class:`experiments.lm.study.config.StudyConfig`, ``--study_config``)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from typing import Any
 from absl import logging
 
 from experiments import outputs
-from experiments.lm.configs import study_8seed as study_config
 from experiments.lm.study import audit
+from experiments.lm.study import checkpoints
 from experiments.lm.study import commits
+from experiments.lm.study import config as config_lib
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import figures
 from experiments.lm.study import files
+from experiments.lm.study import frontier
 from experiments.lm.study import loading
 from experiments.lm.study import report
 from experiments.lm.study import split_table
@@ -26,17 +29,67 @@ from experiments.lm.study import training_tables
 Tables = dict[str, list[dict[str, Any]]]
 
 
-def compute_tables(study: loading.Study) -> tuple[Tables, dict[tuple[str, int], steps_lib.Steps]]:
-  """(file name -> rows of every table of the summary, the runs' training curves).
+def frontier_ks(n: int) -> list[int]:
+  """The k of frontier.csv and its figure for an evaluation of n samples: 1, 8 and n
+  (those up to n, each once)."""
+  return sorted({k for k in (1, 8, n) if k <= n})
+
+
+def _checkpoint_arms(
+  study: loading.Study, config: config_lib.StudyConfig
+) -> dict[str, dict[int, dict[str, checkpoints.Arm]]]:
+  """task -> seed -> run -> Arm of the runs' checkpoints.csv (none when no run has
+  one and no declared contrast needs them).
 
   Raises:
-    StudyError: a run's files disagree with its per-prompt file or are malformed.
+    StudyError: naming the first run without checkpoints.csv when a declared
+      contrast has ``at_kl`` or another run has the file, or a malformed file.
+  """
+  if config.matched_kl and study.runs:
+    run = next(
+      (r for r in study.runs if not os.path.isfile(os.path.join(r.folder, checkpoints.FILE))),
+      None,
+    )
+    if run is not None:
+      raise files.StudyError(
+        f"{os.path.join(run.folder, checkpoints.FILE)} is missing (task {run.task}, seed "
+        f"{run.seed}), and the declared contrast {config.matched_kl[0].question!r} compares "
+        f"at KL {config.matched_kl[0].at_kl:g} along every run's checkpoints ({config.path})."
+      )
+  return checkpoints.task_checkpoints(study.runs)
+
+
+def _frontier_rows(arms: dict[str, dict[int, dict[str, checkpoints.Arm]]]) -> list[dict[str, Any]]:
+  """frontier.csv's rows of every task (:func:`frontier_ks`)."""
+  rows: list[dict[str, Any]] = []
+  for task, by_seed in arms.items():
+    n = max(arm.n for seed_arms in by_seed.values() for arm in seed_arms.values())
+    try:
+      rows += frontier.frontier_rows(task, by_seed, frontier_ks(n))
+    except ValueError as e:
+      raise files.StudyError(f"Task {task}'s checkpoints.csv: {e}") from None
+  return rows
+
+
+def compute_tables(
+  study: loading.Study, config: config_lib.StudyConfig
+) -> tuple[Tables, dict[tuple[str, int], steps_lib.Steps]]:
+  """(file name -> rows of every table of the summary, the runs' training curves).
+  Where the runs hold checkpoints.csv: the declared contrasts at matched KL in
+  contrasts.csv and the frontiers (frontier.csv).
+
+  Raises:
+    StudyError: a run's files disagree with its per-prompt file or are malformed, or
+      a run lacks the checkpoints.csv a contrast at matched KL needs.
   """
   runs = study.runs
+  arms = _checkpoint_arms(study, config)
   tables = evaluation_tables.per_seed_tables(runs)
   tables["reward_hist.csv"] = evaluation_tables.reward_hist_rows(tables.pop("reward_hist_seeds"))
   tables["summary.csv"] = evaluation_tables.summary_rows(tables)
-  tables["contrasts.csv"] = evaluation_tables.contrast_rows(tables["paired.csv"])
+  tables["contrasts.csv"] = evaluation_tables.contrast_rows(
+    tables["paired.csv"], config, matched=evaluation_tables.matched_kl_contrasts(arms, config)
+  )
   tables["paired_summary.csv"] = evaluation_tables.paired_summary_rows(
     tables["paired.csv"], tables["contrasts.csv"]
   )
@@ -49,22 +102,25 @@ def compute_tables(study: loading.Study) -> tuple[Tables, dict[tuple[str, int], 
   tables["solved_training.csv"] = training_tables.solved_training_rows(runs, steps)
   tables["splits.csv"] = split_table.split_rows(runs)
   tables["provenance.csv"] = commits.provenance_rows(study.provenance)
+  tables[frontier.FILE] = _frontier_rows(arms)
   return tables, steps
 
 
-def summarize(study_dir: str, out_dir: str, *, allow_incomplete: bool = False) -> Tables:
+def summarize(
+  study_dir: str, out_dir: str, config: config_lib.StudyConfig, *, allow_incomplete: bool = False
+) -> Tables:
   """Writes every output of the module docstring of :mod:`experiments.lm.study_summary`
-  to ``out_dir``; returns the tables.
+  to ``out_dir`` for the study of ``config``; returns the tables.
 
   Raises:
     StudyError: the study cannot be summarised (see
       :func:`experiments.lm.study.loading.load_study`; with ``allow_incomplete`` the
       README names the missing runs instead), before anything is written.
   """
-  study = loading.load_study(study_dir, allow_incomplete=allow_incomplete)
+  study = loading.load_study(study_dir, config, allow_incomplete=allow_incomplete)
   for line in study.missing:
     logging.warning("Incomplete study, summarised without: %s", line)
-  tables, steps = compute_tables(study)
+  tables, steps = compute_tables(study, config)
   out_dir = outputs.prepare_out_dir(out_dir)
   for name, rows in tables.items():
     if rows:
@@ -73,33 +129,42 @@ def summarize(study_dir: str, out_dir: str, *, allow_incomplete: bool = False) -
       os.remove(os.path.join(out_dir, name))  # A previous summary's table, now empty.
   figures.write_figures(out_dir, tables, loading.tasks_of(study.runs), steps)
   audit_lines = (
-    audit.audit_lines(study.runs, tables, steps, margin=study_config.AUDIT_MARGIN)
-    if getattr(study_config, "AUDIT", False)
+    audit.audit_lines(study.runs, tables, steps, margin=config.audit_margin)
+    if config.audit and config.audit_margin is not None
     else []
   )
   with open(os.path.join(out_dir, "README.md"), "w") as f:
-    f.write(report.report_markdown(study.runs, tables, study.missing, audit_lines))
+    f.write(report.report_markdown(study.runs, tables, config, study.missing, audit_lines))
   return tables
 
 
 PAIRED_COLUMNS = ("task", "seed", "a_run", "b_run", "metric", "k_eval", "diff", "diff_se")
 
 
-def contrasts_from_paired(paired_csv: str, out_dir: str) -> list[dict[str, Any]]:
+def contrasts_from_paired(
+  paired_csv: str, out_dir: str, config: config_lib.StudyConfig
+) -> list[dict[str, Any]]:
   """Writes ``out_dir/contrasts.csv``
-  (:func:`experiments.lm.study.evaluation_tables.contrast_rows`) from a study's
-  gathered ``paired.csv`` alone, e.g. a committed summary whose run folders are gone::
+  (:func:`experiments.lm.study.evaluation_tables.contrast_rows`) of the study of
+  ``config`` from its gathered ``paired.csv`` alone, e.g. a committed summary whose
+  run folders are gone::
 
-    python -m experiments.lm.study_summary --from_paired=docs/lm_study_8seed/paired.csv \\
-      --workdir=docs/lm_study_8seed
+    python -m experiments.lm.study_summary --study_config=experiments.lm.configs.study_8seed \\
+      --from_paired=docs/lm_study_8seed/paired.csv --workdir=docs/lm_study_8seed
 
   paired.csv's ``diff_se`` is each seed's standard error over problems, as the
   full summary uses it. Returns the rows.
 
   Raises:
     StudyError: if the file cannot be read, lacks a column or a declared contrast,
-      or a value is not a number.
+      or a value is not a number; or ``config`` declares a contrast at matched KL,
+      which needs the runs' checkpoints.csv (and counts in its Holm family).
   """
+  if config.matched_kl:
+    raise files.StudyError(
+      f"--from_paired cannot compute {config.matched_kl[0].question!r} (at_kl) of "
+      f"{config.path}: contrasts at matched KL need the run folders' checkpoints.csv."
+    )
   rows = files.read_csv(paired_csv, PAIRED_COLUMNS)
   try:
     for r in rows:
@@ -110,6 +175,6 @@ def contrasts_from_paired(paired_csv: str, out_dir: str) -> list[dict[str, Any]]
     ) from None
   if not rows:
     raise files.StudyError(f"{paired_csv} holds no rows.")
-  out = evaluation_tables.contrast_rows(rows)
+  out = evaluation_tables.contrast_rows(rows, config)
   outputs.write_results_csv(outputs.prepare_out_dir(out_dir), out, filename="contrasts.csv")
   return out

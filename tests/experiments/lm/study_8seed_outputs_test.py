@@ -7,6 +7,7 @@ these files, is checked in study_readme_test.py.
 """
 
 import csv
+import filecmp
 import glob
 import math
 import os
@@ -17,8 +18,10 @@ import pytest
 from experiments.lm import contrasts
 from experiments.lm import report_rows
 from experiments.lm.configs import study_8seed as study_config
+from experiments.lm.study import config as config_lib
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import runs as runs_lib
+from tests import binaries
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 DOCS = os.path.join(_ROOT, "docs", "lm_study_8seed")
@@ -61,7 +64,9 @@ def test_each_runs_results_recompute_from_its_per_prompt_file(results):
 
 def test_declared_contrasts_recompute_from_the_paired_file():
   written = _read("contrasts.csv")
-  recomputed = evaluation_tables.contrast_rows(_read("paired.csv"))
+  recomputed = evaluation_tables.contrast_rows(
+    _read("paired.csv"), config_lib.from_module(study_config)
+  )
   assert len(written) == len(recomputed) == len(study_config.CONTRASTS) * len(study_config.TASKS)
   for old, new in zip(written, recomputed):
     assert list(old) == list(new)
@@ -140,3 +145,32 @@ def test_every_committed_figure_is_at_least_900_px_wide(folder):
       header = f.read(24)
     assert header[:8] == b"\x89PNG\r\n\x1a\n", path
     assert int.from_bytes(header[16:20], "big") >= 900, path
+
+
+# The command that wrote docs/lm_study_8seed (README's Small-LM RL block), minus its --workdir.
+STUDY_8SEED = "--study_config=experiments.lm.configs.study_8seed"
+
+
+def test_contrasts_regenerate_byte_for_byte_from_the_paired_file(tmp_path):
+  binaries.run(
+    "experiments.lm.study_summary",
+    STUDY_8SEED,
+    f"--from_paired={os.path.join(DOCS, 'paired.csv')}",
+    f"--workdir={tmp_path}",
+  )
+  assert filecmp.cmp(tmp_path / "contrasts.csv", os.path.join(DOCS, "contrasts.csv"), shallow=False)
+
+
+@pytest.mark.slow  # About a minute; the test above covers the contrasts.
+def test_the_summary_regenerates_byte_for_byte(tmp_path):
+  """Every file of docs/lm_study_8seed but its runs/ is what the summary writes today."""
+  binaries.run(
+    "experiments.lm.study_summary",
+    STUDY_8SEED,
+    f"--study_dir={os.path.join(DOCS, 'runs')}",
+    f"--workdir={tmp_path}",
+  )
+  committed = sorted(n for n in os.listdir(DOCS) if n != "runs")
+  assert sorted(os.listdir(tmp_path)) == committed
+  differ = [n for n in committed if not filecmp.cmp(tmp_path / n, os.path.join(DOCS, n), False)]
+  assert differ == []

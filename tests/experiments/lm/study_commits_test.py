@@ -77,7 +77,7 @@ def _study(tmp_path):
 def test_a_study_of_one_clean_commit_gives_its_table(study, tmp_path, monkeypatch):
   monkeypatch.setattr(figures, "write_figures", lambda *args: [])  # Not read here.
   out = str(tmp_path / "out")
-  summary_lib.summarize(study, out)
+  summary_lib.summarize(study, out, synthetic._config())
   with open(os.path.join(out, "provenance.csv"), newline="") as f:
     rows = {(r["task"], r["seed"]): r for r in csv.DictReader(f)}
   assert len(rows) == 6
@@ -168,19 +168,19 @@ def _damaged(study, name, *sessions):
 def test_a_study_whose_code_is_not_accounted_for_stops(study, damage, expected):
   damage(study)
   with pytest.raises(files.StudyError, match=expected):
-    loading.load_study(study)
+    loading.load_study(study, synthetic._config())
 
 
 def test_declared_equivalent_commits_pass(study, monkeypatch):
   _write_sessions(study, "program_seed2", _session(_hour(3, 10), _hour(3, 11), commit=B))
   monkeypatch.setattr(study_config, "EQUIVALENT_COMMITS", (("1234567",), (A[:12], B[:7])))
-  assert len(loading.load_study(study).runs) == 6
+  assert len(loading.load_study(study, synthetic._config()).runs) == 6
   monkeypatch.setattr(study_config, "EQUIVALENT_COMMITS", ((A,), (B,)))  # Not one group.
   with pytest.raises(files.StudyError, match="used 2 commits"):
-    loading.load_study(study)
+    loading.load_study(study, synthetic._config())
   monkeypatch.setattr(study_config, "EQUIVALENT_COMMITS", (("abc",),))  # Too short a prefix.
   with pytest.raises(files.StudyError, match="EQUIVALENT_COMMITS=.*must be a tuple of tuples"):
-    loading.load_study(study)
+    loading.load_study(study, synthetic._config())
 
 
 def test_equivalent_group_matches_hashes_and_prefixes():
@@ -202,7 +202,8 @@ def test_without_required_provenance_runs_lacking_it_are_listed(study, monkeypat
   monkeypatch.setattr(study_config, "REQUIRE_PROVENANCE", False)
   os.remove(os.path.join(study, "program_seed2", "run.json"))
   _write_sessions(study, "program_seed1", _session(_hour(2, 10), _hour(2, 11), design=None))
-  loaded = loading.load_study(study)  # No design check, a run without run.json.
+  # No design check, a run without run.json.
+  loaded = loading.load_study(study, synthetic._config())
   rows = commits.provenance_rows(loaded.provenance)
   assert [(r["task"], r["seed"], r["commit"]) for r in rows][-1] == ("program", 2, "")
   section = "\n".join(commits.provenance_section(rows, len(rows)))
@@ -210,13 +211,13 @@ def test_without_required_provenance_runs_lacking_it_are_listed(study, monkeypat
   # Dirty trees and mixed commits are refused all the same.
   _write_sessions(study, "program_seed1", _session(_hour(2, 10), _hour(2, 11), dirty=True))
   with pytest.raises(files.StudyError, match="uncommitted changes"):
-    loading.load_study(study)
+    loading.load_study(study, synthetic._config())
   # A study none of whose runs has run.json: no provenance.csv, and the README says so.
   for task in synthetic.TASKS:
     for seed in synthetic.SEEDS:
       path = os.path.join(study, f"{task}_seed{seed}", "run.json")
       if os.path.exists(path):
         os.remove(path)
-  loaded = loading.load_study(study)
+  loaded = loading.load_study(study, synthetic._config())
   assert commits.provenance_rows(loaded.provenance) == []
   assert "None of the 6 runs records its code" in " ".join(commits.provenance_section([], 6))

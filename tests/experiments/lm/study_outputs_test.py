@@ -16,6 +16,7 @@ import pytest
 from experiments.lm import contrasts
 from experiments.lm import report_rows
 from experiments.lm.configs import study_8seed as study_config
+from experiments.lm.study import config as config_lib
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import runs as runs_lib
 from tests.experiments.lm.reporting_test import CONTRACT_COLUMNS
@@ -85,7 +86,9 @@ def test_contrasts_recompute_from_the_paired_file():
   and its verdict "significant" today's better or worse, "not significant" today's
   not detected."""
   written = _read("contrasts.csv")
-  recomputed = evaluation_tables.contrast_rows(_read("paired.csv"))
+  recomputed = evaluation_tables.contrast_rows(
+    _read("paired.csv"), config_lib.from_module(study_config)
+  )
   assert len(written) == len(recomputed) == len(study_config.TASKS) * 8
   renamed = {"better": "significant", "worse": "significant", "not detected": "not significant"}
   for old, new in zip(written, recomputed):

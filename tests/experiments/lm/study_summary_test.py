@@ -19,6 +19,7 @@ from experiments.lm import prompt_records
 from experiments.lm import report_rows
 from experiments.lm import reporting
 from experiments.lm.configs import study_8seed as study_config
+from experiments.lm.study import config as config_lib
 from experiments.lm.study import evaluation_tables
 from experiments.lm.study import figures
 from experiments.lm.study import files
@@ -41,9 +42,16 @@ TASKS = ("countdown", "program")  # The tasks of configs/study_8seed.py.
 
 
 SEEDS = (0, 1, 2)  # The design's seeds in these tests (configs/study_8seed.py has 8).
+# The binary's flag for the config these tests patch (a subprocess sees its 8 seeds).
+STUDY_8SEED = "--study_config=experiments.lm.configs.study_8seed"
 BIN_N = 32  # Samples per problem of the base model's binning evaluation.
 RL_STEPS = 5
 SFT_EVALS = (500, 1000, 1500)  # SFT steps of the warm-start curve.
+
+
+def _config():
+  """The study config of these tests: configs/study_8seed.py as patched now."""
+  return config_lib.from_module(study_config)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -112,11 +120,69 @@ def _step_rows(rng):
   return rows
 
 
-def _write_run(root, task, seed, *, num_problems=12, shift=0.1):
+# checkpoints.csv of the synthetic runs (with_checkpoints): the evaluated RL steps, and
+# each run's mean held-out KL at the last one in seed s, KL_SPEED[run] + KL_STEP * s.
+CHECKPOINT_STEPS = (0, 2, RL_STEPS)
+KL_SPEED = {
+  "grpo": 0.2,
+  "max_at_k_k1": 0.3,
+  "max_at_k_k4": 0.25,
+  "max_at_k_k8": 0.15,
+  "max_at_k_k8-60-1": 0.2,
+}
+KL_STEP = 0.1
+
+
+def checkpoint_kl(run, seed, step, num_problems):
+  """``[P]`` the synthetic held-out KL per problem of ``run`` at ``step``: a profile
+  over problems of mean exactly 1 (1 + (p − (P − 1)/2)/P), times the run's mean KL
+  ``KL_SPEED[run] + KL_STEP·seed`` scaled linearly in the step."""
+  profile = 1 + (np.arange(num_problems) - (num_problems - 1) / 2) / num_problems
+  return (KL_SPEED[run] + KL_STEP * seed) * step / RL_STEPS * profile
+
+
+def _write_checkpoints(folder, evals, seed, rng):
+  """checkpoints.csv: the base at step 0 with its final evaluation's counts; each RL
+  run at CHECKPOINT_STEPS, its last step holding its final evaluation's counts (so
+  the final-step contrasts from this file are prompts.csv's), step 2 drawn between
+  the base's and the final counts, KL from :func:`checkpoint_kl`."""
+  base = evals[0].correct_P
+  rows = []
+  for e in evals:
+    steps = (0,) if e.run == "base" else CHECKPOINT_STEPS
+    for step in steps:
+      if step == 0:
+        correct = base
+      elif step == RL_STEPS:
+        correct = e.correct_P
+      else:
+        lo, hi = np.minimum(base, e.correct_P), np.maximum(base, e.correct_P)
+        correct = rng.integers(lo, hi + 1)
+      kl = np.zeros(len(base)) if e.run == "base" else checkpoint_kl(e.run, seed, step, len(base))
+      rows += [
+        {
+          "run": e.run,
+          "method": e.method,
+          "k_opt": e.k_opt,
+          "seed": seed,
+          "step": step,
+          "prompt": p,
+          "n": N,
+          "correct": int(correct[p]),
+          "kl": float(kl[p]),
+        }
+        for p in range(len(base))
+      ]
+  outputs.write_results_csv(folder, rows, filename="checkpoints.csv")
+
+
+def _write_run(root, task, seed, *, num_problems=12, shift=0.1, with_checkpoints=False):
   folder = os.path.join(root, f"{task}_seed{seed}")
   os.makedirs(folder)
   rng = np.random.default_rng(1000 * seed + len(task))
   evals = _evals(rng, num_problems, shift)
+  if with_checkpoints:  # Its own generator: the other files stay those of the plain study.
+    _write_checkpoints(folder, evals, seed, np.random.default_rng(7 + 1000 * seed + len(task)))
   bin_correct = rng.integers(0, BIN_N + 1, num_problems)
   bin_correct[:3] = 0  # A few base-unsolved problems (an interval needs 2 per seed).
   keys = [f"{task}-{seed}-{p}" for p in range(num_problems)]
@@ -149,10 +215,10 @@ def _write_run(root, task, seed, *, num_problems=12, shift=0.1):
   return folder
 
 
-def _make_study(root):
+def _make_study(root, *, with_checkpoints=False):
   for task in TASKS:
     for seed in SEEDS:
-      _write_run(root, task, seed)
+      _write_run(root, task, seed, with_checkpoints=with_checkpoints)
   return root
 
 
@@ -173,7 +239,7 @@ def _out(tmp_path_factory):
   out = str(root / "out")
   with pytest.MonkeyPatch.context() as patch:
     patch.setattr(figures, "write_figures", lambda *args: FIGURE_CALLS.append(args))
-    summary_lib.summarize(_make_study(str(root / "study")), out)
+    summary_lib.summarize(_make_study(str(root / "study")), out, _config())
   return out
 
 
@@ -187,7 +253,7 @@ def test_a_config_with_audit_opens_the_readme_with_it(study, tmp_path, monkeypat
   its KL and reward windows, which it says."""
   monkeypatch.setattr(study_config, "AUDIT", True)
   monkeypatch.setattr(figures, "write_figures", lambda *args: None)
-  summary_lib.summarize(study, str(tmp_path / "out"))
+  summary_lib.summarize(study, str(tmp_path / "out"), _config())
   with open(tmp_path / "out" / "README.md") as f:
     lines = f.read().splitlines()
   assert lines[2] == "## Audit"
@@ -311,7 +377,9 @@ def test_contrasts_are_holm_corrected_over_every_task(out):
 
 def test_contrasts_from_a_committed_paired_file(out, tmp_path):
   """--from_paired rebuilds contrasts.csv from paired.csv alone, identically."""
-  written = summary_lib.contrasts_from_paired(os.path.join(out, "paired.csv"), str(tmp_path / "o"))
+  written = summary_lib.contrasts_from_paired(
+    os.path.join(out, "paired.csv"), str(tmp_path / "o"), _config()
+  )
   assert len(written) == 2 * len(study_config.CONTRASTS)
   assert os.listdir(tmp_path / "o") == ["contrasts.csv"]
   with open(tmp_path / "o" / "contrasts.csv") as f, open(os.path.join(out, "contrasts.csv")) as g:
@@ -324,10 +392,11 @@ def test_contrasts_from_a_committed_paired_file(out, tmp_path):
     writer.writeheader()
     writer.writerows(rows)
   with pytest.raises(files.StudyError, match="no paired difference max_at_k_k8-60-1"):
-    summary_lib.contrasts_from_paired(bad, str(tmp_path / "c"))
+    summary_lib.contrasts_from_paired(bad, str(tmp_path / "c"), _config())
   _replace_in(bad, "diff_se", "diff_sd")
   proc = binaries.run(
     "experiments.lm.study_summary",
+    STUDY_8SEED,
     f"--from_paired={bad}",
     f"--workdir={tmp_path / 'c'}",
     check=False,
@@ -376,6 +445,9 @@ def test_outputs_figures_and_report(out):
   assert not os.path.exists(os.path.join(out, "prompts.csv"))  # The runs hold theirs.
   # Runs without run.json under configs/study.py's REQUIRE_PROVENANCE = False: no table.
   assert not os.path.exists(os.path.join(out, "provenance.csv"))
+  # Runs without checkpoints.csv: no frontier, and contrasts.csv's columns as they were.
+  assert not os.path.exists(os.path.join(out, "frontier.csv"))
+  assert "at_kl" not in _read(os.path.join(out, "contrasts.csv"))[0]
   with open(os.path.join(out, "README.md")) as f:
     report = f.read()
   assert report.startswith("# LM study: base, GRPO and max@k, two tasks, three seeds\n")
@@ -423,25 +495,25 @@ def test_a_results_file_that_disagrees_with_its_prompts_stops(study, tmp_path):
     writer.writeheader()
     writer.writerows(rows)
   with pytest.raises(files.StudyError, match="countdown_seed1.*disagrees"):
-    summary_lib.summarize(study, str(tmp_path / "out"))
+    summary_lib.summarize(study, str(tmp_path / "out"), _config())
 
 
 def test_unfinished_and_duplicate_runs_stop(study):
   # A run without prompts.csv, once accepted only when no other run lacked it.
   os.remove(os.path.join(study, "countdown_seed1", "prompts.csv"))
   with pytest.raises(files.StudyError, match="countdown seed 1: unfinished.*prompts.csv"):
-    loading.load_study(study)
+    loading.load_study(study, _config())
   shutil.rmtree(os.path.join(study, "countdown_seed1"))
   shutil.copytree(os.path.join(study, "countdown_seed0"), os.path.join(study, "zz_copy"))
   with pytest.raises(files.StudyError, match="Two runs of task countdown, seed 0"):
-    loading.load_study(study)
+    loading.load_study(study, _config())
 
 
 def test_missing_or_empty_study_dir_stops(tmp_path):
   with pytest.raises(files.StudyError, match="not a folder"):
-    loading.load_study(str(tmp_path / "nope"))
+    loading.load_study(str(tmp_path / "nope"), _config())
   with pytest.raises(files.StudyError, match="No finished run folders"):
-    loading.load_study(str(tmp_path))
+    loading.load_study(str(tmp_path), _config())
 
 
 def _rewrite_json(path, **changes):
@@ -488,7 +560,7 @@ def _rewrite_json(path, **changes):
 def test_an_incomplete_study_stops(study, damage, expected):
   damage(study)
   with pytest.raises(files.StudyError, match=expected):
-    loading.load_study(study)
+    loading.load_study(study, _config())
 
 
 def test_runs_listed_by_the_launcher_must_all_be_there(study):
@@ -498,18 +570,18 @@ def test_runs_listed_by_the_launcher_must_all_be_there(study):
   with open(os.path.join(study, "runs.json"), "w") as f:
     json.dump(listed, f)
   with pytest.raises(files.StudyError, match="config.seed-3: listed in runs.json"):
-    loading.load_study(study)
+    loading.load_study(study, _config())
   listed.pop(-2)
   with open(os.path.join(study, "runs.json"), "w") as f:
     json.dump(listed, f)
-  assert len(loading.load_study(study).runs) == 6
+  assert len(loading.load_study(study, _config()).runs) == 6
 
 
 def test_allow_incomplete_names_the_missing_runs_first(study, tmp_path, monkeypatch):
   monkeypatch.setattr(figures, "write_figures", lambda *args: [])  # Not read here.
   shutil.rmtree(os.path.join(study, "program_seed2"))
   out = str(tmp_path / "out")
-  summary_lib.summarize(study, out, allow_incomplete=True)
+  summary_lib.summarize(study, out, _config(), allow_incomplete=True)
   with open(os.path.join(out, "README.md")) as f:
     report = f.read().splitlines()
   assert report[0] == "# LM study: base, GRPO and max@k, two tasks, three seeds"
@@ -631,7 +703,7 @@ def _truncate(path):
 def test_a_damaged_file_is_named(study, tmp_path, damage, expected):
   damage(study)
   with pytest.raises(files.StudyError, match=expected):
-    summary_lib.summarize(study, str(tmp_path / "out"))
+    summary_lib.summarize(study, str(tmp_path / "out"), _config())
   assert not (tmp_path / "out").exists()
 
 
@@ -661,6 +733,7 @@ def test_the_binary_refuses_with_one_line(study, tmp_path):
   _rewrite_json(os.path.join(study, "countdown_seed0", "launch_status.json"), status="failed (1)")
   proc = binaries.run(
     "experiments.lm.study_summary",
+    STUDY_8SEED,
     f"--study_dir={study}",
     f"--workdir={tmp_path / 'o'}",
     check=False,
@@ -692,7 +765,7 @@ def test_a_split_with_overlap_stops(study, tmp_path):
   with open(path, "w") as f:
     json.dump({**split, "overlap": 3}, f)
   with pytest.raises(files.StudyError, match="program_seed2.*3 training problems"):
-    summary_lib.summarize(study, str(tmp_path / "out"))
+    summary_lib.summarize(study, str(tmp_path / "out"), _config())
 
 
 def test_unsolved_difference_to_base_across_seeds(out):
@@ -953,10 +1026,10 @@ def test_methods_from_the_runs_records():
   # paired.csv holds each later run minus each earlier one.
   runs = [run for run, *_ in ARMS_3SEED]
   present = {(a, b) for i, a in enumerate(runs) for b in runs[:i]}
-  pairs = methods_lib.key_pairs(methods, present)
+  declared = list(dict.fromkeys((c.a, c.b) for c in study_config.CONTRASTS))
+  pairs = methods_lib.key_pairs(methods, present, [(c.a, c.b) for c in study_config.CONTRASTS])
   # Each declared pair once (two contrasts may compare one pair at two k).
   questions = {(c.a, c.b): c.question.split(" at ")[0] for c in reversed(study_config.CONTRASTS)}
-  declared = list(dict.fromkeys((c.a, c.b) for c in study_config.CONTRASTS))
   assert [(a, b) for a, b, _ in pairs[: len(declared)]] == declared
   assert len({frozenset((a, b)) for a, b, _ in pairs}) == len(pairs)
   assert all((a, b) in present for a, b, _ in pairs)
@@ -974,7 +1047,8 @@ def test_methods_from_the_runs_records():
   ):
     assert expected in labels
   # Runs the study did not run give no pair.
-  assert methods_lib.key_pairs(methods, {("grpo", "base")}) == [("grpo", "base", "GRPO vs base")]
+  only = methods_lib.key_pairs(methods, {("grpo", "base")}, declared)
+  assert only == [("grpo", "base", "GRPO vs base")]
 
 
 def test_the_training_figure_says_which_curves_coincide(out):
