@@ -171,7 +171,7 @@ def render(study: types.ModuleType, result: dict[str, Any]) -> str:
     "τ² between seeds, ω² of one problem, and a seed's variance at that study's size.",
     "",
     *md.table(("contrast", "τ²", "ω²", "seed variance"), comp_rows),
-    f"Cost of one seed on one core, from the pilot's slowest run: {t.sft_step:.3f} s per SFT "
+    f"Cost of one seed on one core, the median over the pilot's runs: {t.sft_step:.3f} s per SFT "
     f"step, {t.rl_step:.2f} s per RL step, {t.eval_per_problem:.3f} s per problem and "
     f"evaluation of {t.eval_n} samples (times {1 + study.KL_OVERHEAD:g} for the held-out KL): "
     f"{cost.fixed_s / 3600:.2f} h fixed and {cost.per_problem_s:.2f} s per held-out problem. "

@@ -24,6 +24,8 @@ import os
 import types
 from typing import Any
 
+import numpy as np
+
 from experiments import outputs
 from experiments.lm.study import design
 from experiments.lm.study import files
@@ -65,7 +67,18 @@ def compute(study: types.ModuleType, *, draws: int = 20000) -> dict[str, Any]:
   folders = _pilot_folders(study)
   arms = pilot_lib.arm_rows(folders)
   timings = [pilot_lib.timing(f) for f in folders]
-  timing = max(timings, key=lambda t: t.eval_per_problem)  # The slowest: an upper bound.
+
+  # The median over the pilot's runs of each cost: robust to one run slowed by other work.
+  def median(field: str) -> float:
+    return float(np.median([getattr(t, field) for t in timings]))
+
+  timing = pilot_lib.Timing(
+    sft_step=median("sft_step"),
+    rl_step=median("rl_step"),
+    eval_per_problem=median("eval_per_problem"),
+    eval_n=timings[0].eval_n,
+    cores=timings[0].cores,
+  )
   target = [r for r in arms if r["run"] == study.PILOT_TARGET_RUN]
   matched = [
     (r["learning_rate"], r["final_kl"]) for r in arms if r["run"] == study.PILOT_MATCHED_RUN
