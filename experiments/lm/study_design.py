@@ -5,14 +5,14 @@ Usage:
   python -m experiments.lm.study_design --workdir=docs/lm_study
   python -m experiments.lm.study_design --workdir=docs/lm_study --check
 
-From the study config (``--study_config``, default ``experiments.lm.configs.study``),
-its pilot's run folders and the earlier study's ``paired_summary.csv`` (both named
+From the study config (--study_config, default experiments.lm.configs.study),
+its pilot's run folders and the earlier study's paired_summary.csv (both named
 by the config), it computes the KL-matched learning rate, the matched-KL level, the
 power of every primary test over a grid of seeds x held-out problems and the design
-the declared rule picks (experiments/lm/study/design.py), and writes ``DESIGN.md``,
-``power.csv``, ``pilot.csv`` and ``design.json`` in --workdir. It refuses (one line,
-exit 1, nothing written) when the config's ``MATCHED_LEARNING_RATE``, ``KL_LEVEL``,
-``NUM_SEEDS`` or ``NUM_PROBLEMS`` differ from what the rules compute. ``--check``
+the declared rule picks (experiments/lm/study/design.py), and writes DESIGN.md,
+power.csv, pilot.csv and design.json in --workdir. It refuses (one line,
+exit 1, nothing written) when the config's MATCHED_LEARNING_RATE, KL_LEVEL,
+NUM_SEEDS or NUM_PROBLEMS differ from what the rules compute. --check
 writes nothing and exits 1 when the committed note differs from the one computed.
 """
 

@@ -18,6 +18,7 @@ _BINARIES = {
   "experiments.reproduce": "--workdir",
   "experiments.lm.study_summary": "--workdir",
   "experiments.lm.study_readme": None,
+  "experiments.lm.study_design": "--workdir",
   "experiments.demo": None,
   "notebooks": "--workdir",
 }
