@@ -143,7 +143,7 @@ QUESTION = (
   "baseline and exact off-policy weights) give a higher held-out pass@8, the k it optimises, "
   "and pass@128 than GRPO on countdown, and does any difference remain when the two are "
   "compared at the same KL to the warm start? The 8-seed study could not say: its test of "
-  "this question had about 7% power at a difference of 0.02, and its arms ended at "
+  "this question had {power:.0%} power at a difference of {margin:g}, and its arms ended at "
   "different distances from the warm start (docs/lm_study_8seed/README.md, Audit)."
 )
 ARMS_TEXT = (
@@ -170,9 +170,10 @@ CONTRASTS_TEXT = (
 )
 PILOT_TEXT = (
   "One seed of the pilot config (`experiments/lm/configs/study_pilot.py`, seed 1000, never a "
-  "study seed) trained GRPO at three learning rates and max@k at k_opt = 8 at 1e-4 for 300 "
+  "study seed) trained GRPO at {rates} learning rates and max@k at k_opt = 8 at 1e-4 for 300 "
   "steps. The KL-matched rate, {lr:g}, interpolates log(final KL) linearly in log(rate) "
-  "between the GRPO rates that bracket max@k's final KL; the matched-KL level, {kl:g} nats, "
+  "between the two GRPO rates whose final KL brackets max@k's (extrapolating from the "
+  "nearest two where none does); the matched-KL level, {kl:g} nats, "
   "is {fraction:g} of the smallest final KL of the arms at 1e-4, rounded down to a multiple "
   "of {step:g}. The pilot's KL is the training-sample estimate; the study matches on the "
   "held-out KL, which the pilot did not measure."

@@ -139,7 +139,7 @@ def render(study: types.ModuleType, result: dict[str, Any]) -> str:
     "",
     "## Question",
     "",
-    study.QUESTION,
+    study.QUESTION.format(power=result["earlier_power"], margin=result["earlier_margin"]),
     "",
     "## Arms and schedule",
     "",
@@ -157,6 +157,9 @@ def render(study: types.ModuleType, result: dict[str, Any]) -> str:
     "## Pilot",
     "",
     study.PILOT_TEXT.format(
+      rates=len(
+        {r["learning_rate"] for r in result["arms"] if r["run"] == study.PILOT_MATCHED_RUN}
+      ),
       lr=result["matched_learning_rate"],
       kl=result["kl_level"],
       fraction=study.KL_FRACTION,

@@ -108,7 +108,18 @@ def compute(study: types.ModuleType, *, draws: int = 20000) -> dict[str, Any]:
     draws=draws,
   )
   chosen = design.choose_design(rows, budget_hours=study.BUDGET_HOURS, target=study.TARGET_POWER)
+  earlier = os.path.join(os.path.dirname(study.VARIANCE_SOURCE), "contrasts.csv")
+  with open(earlier, newline="") as f:
+    declared = [
+      r
+      for r in csv.DictReader(f)
+      if (r["task"], r["a"], r["b"], r["measure"], r["k"]) == (study.TASK, a, b, "pass", str(ks[0]))
+    ]
+  if len(declared) != 1:
+    raise files.StudyError(f"{earlier} has {len(declared)} rows of {a} − {b} at pass@{ks[0]}.")
   return {
+    "earlier_power": float(declared[0]["power"]),
+    "earlier_margin": float(declared[0]["margin"]),
     "arms": arms,
     "timing": timing,
     "matched_learning_rate": lr,

@@ -130,15 +130,17 @@ def resolved_k(row: Row) -> int:
 
 def contrast_words(row: Row) -> tuple[str, str, str]:
   """(a's label, b's label, ``pass@k`` with k resolved) from the row's question
-  ``"<a> vs <b> at <measure>@<k>"``.
+  ``"<a> vs <b> at <measure>@<k>"``, optionally followed by ``", matched KL"`` (a
+  contrast at matched KL to the warm start: ``pass@k at matched KL``).
 
   Raises:
     ValueError: for a question not of that form.
   """
-  match = re.fullmatch(r"(.+?) vs (.+?) at (pass|max)@\w+", str(row["question"]))
+  match = re.fullmatch(r"(.+?) vs (.+?) at (pass|max)@\w+(, matched KL)?", str(row["question"]))
   if not match:
     raise ValueError(f"question={row['question']!r} is not '<a> vs <b> at <measure>@<k>'.")
-  return match.group(1), match.group(2), f"{match.group(3)}@{resolved_k(row)}"
+  where = " at matched KL" if match.group(4) else ""
+  return match.group(1), match.group(2), f"{match.group(3)}@{resolved_k(row)}{where}"
 
 
 def signed(x: float, fmt: str = ".3f") -> str:

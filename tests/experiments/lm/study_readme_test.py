@@ -283,3 +283,10 @@ def test_the_block_from_contrasts_csv_with_power_columns(rows):
   assert "a difference is not detected (power 25% at ±0.02)" in flat
   assert "`equivalent`" not in flat and "are equivalent" not in flat
   assert readme_section.claim_problems(_plant(text, "power 25% at", "power 35% at"), new)
+
+
+def test_contrast_words_read_a_matched_kl_question(rows):
+  row = {**rows[5], "question": "k_opt = 8 vs GRPO at pass@8, matched KL", "k": "8"}
+  assert readme_section.contrast_words(row) == ("k_opt = 8", "GRPO", "pass@8 at matched KL")
+  with pytest.raises(ValueError, match="question"):
+    readme_section.contrast_words({**row, "question": "k_opt = 8 vs GRPO at pass@8, later"})
