@@ -33,9 +33,12 @@ def replay_share(folder: str) -> dict[str, Any]:
       config = ml_collections.ConfigDict(json.load(f))
   except (OSError, ValueError) as e:
     raise files.StudyError(f"{path}: {e}") from None
-  task = tasks_lib.make_task(config.task.name, **dict(config.task.kwargs))
-  rows = tasks_lib.heldout_problems(task, config.seed, config.eval.num_prompts)
-  split = splits.make_split(task, config, task.problem_keys(rows))
+  try:
+    task = tasks_lib.make_task(config.task.name, **dict(config.task.kwargs))
+    rows = tasks_lib.heldout_problems(task, config.seed, config.eval.num_prompts)
+    split = splits.make_split(task, config, task.problem_keys(rows))
+  except (KeyError, AttributeError, TypeError, ValueError) as e:
+    raise files.StudyError(f"{path} cannot be replayed: {e}") from None
   seen = int(np.sum(split["answer_seen"]))
   return {
     "task": config.task.name,
@@ -48,10 +51,14 @@ def replay_share(folder: str) -> dict[str, Any]:
 
 def task_shares(folders: Sequence[str]) -> dict[str, tuple[int, int, float, float]]:
   """task -> (held-out problems, of them answer-seen, smallest and largest per-seed
-  share), over the runs in ``folders``."""
+  share), over the runs in ``folders`` whose config can be replayed (a run folder
+  written by hand, without a full config, is left out)."""
   out: dict[str, list[dict[str, Any]]] = {}
   for folder in folders:
-    row = replay_share(folder)
+    try:
+      row = replay_share(folder)
+    except files.StudyError:
+      continue
     out.setdefault(row["task"], []).append(row)
   return {
     task: (

@@ -413,6 +413,8 @@ def audit_lines(
 def _answer_text(runs: Sequence[runs_lib.Run]) -> str:
   """The answer-level overlap per task, in words (``answer_shares.task_shares``)."""
   shares = answer_shares.task_shares([r.folder for r in runs])
+  if not shares:
+    return "not replayable (no run's config.json holds the full config)"
   return "; ".join(
     f"{task} {seen} of {total} ({seen / total:.0%}; per seed {lo:.0%}-{hi:.0%})"
     for task, (total, seen, lo, hi) in shares.items()

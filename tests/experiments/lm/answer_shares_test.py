@@ -5,12 +5,14 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from experiments.lm import answer_overlap
 from experiments.lm import streams
 from experiments.lm import tasks as tasks_lib
 from experiments.lm.configs import tiny
 from experiments.lm.study import answer_shares
+from experiments.lm.study import files
 
 
 def test_replay_equals_brute_force_scoring(tmp_path):
@@ -36,3 +38,13 @@ def test_replay_equals_brute_force_scoring(tmp_path):
   }
   # The fast path is the one answer_overlap tests against brute force; both agree here.
   assert answer_overlap.answer_seen(task, sft, prompts, brute_force=True).seen.tolist() == seen
+
+
+def test_a_folder_without_a_full_config_is_left_out(tmp_path):
+  folder = tmp_path / "by_hand"
+  os.makedirs(folder)
+  with open(folder / "config.json", "w") as f:
+    json.dump({"task": {"name": "countdown"}, "seed": 0}, f)
+  with pytest.raises(files.StudyError, match="cannot be replayed"):
+    answer_shares.replay_share(str(folder))
+  assert answer_shares.task_shares([str(folder)]) == {}
