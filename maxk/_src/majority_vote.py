@@ -576,17 +576,25 @@ def maj_at_k_exact(
       correct.
     k: static int >= 1.  In float32 k <= 125 (C(k, k/2) must not overflow).
     tie: keyword-only, ``"uniform"`` or ``"wrong"``.
-    answered: keyword-only, optional bool broadcastable to ``probs``: False marks
-      an outcome with no answer, which never wins the vote (as a negative id in
-      :func:`maj_at_k`).  Default: all answered.
+    answered: keyword-only, optional bool or probabilities in [0, 1],
+      broadcastable to ``probs``: the probability that a draw of each outcome
+      carries an answer.  False (0) marks an outcome with no answer, which never
+      wins the vote (as a negative id in :func:`maj_at_k`); a value a in (0, 1)
+      splits the outcome into its answer (probability p·a) and no answer
+      (p·(1 − a)).  ``correct`` says whether the answer is right.  Default: all
+      answered.
 
   Returns:
-    ``[...]`` probabilities in [0, 1].
+    ``[...]`` probabilities in [0, 1].  NaN for a distribution where an outcome
+    that never answers (``answered`` 0) is flagged correct, as :func:`maj_at_k`
+    gives NaN where an abstention is flagged correct (there is then no right
+    answer), or where ``answered`` holds NaN; other distributions are unaffected.
 
   Raises:
     ValueError: bad ``k`` or ``tie``, shapes that do not broadcast, or (eagerly
-      only) ``probs`` that is not a probability vector or ``correct`` outside
-      {0, 1}.  Under ``jit`` ``probs`` is divided by its sum.
+      only) ``probs`` that is not a probability vector, ``correct`` outside
+      {0, 1} or ``answered`` outside [0, 1].  Under ``jit`` ``probs`` is divided
+      by its sum and ``answered`` is clipped to [0, 1].
 
   References: Wang et al. arXiv 2203.11171 (Sec. 2); Tang et al. arXiv 2503.19595.
   """
@@ -598,9 +606,8 @@ def maj_at_k_exact(
   checks.check_real(corr, "correct")
   try:
     corr = jnp.broadcast_to(corr, p.shape)
-    mask = jnp.ones(p.shape, bool) if answered is None else jnp.broadcast_to(answered, p.shape)
   except (TypeError, ValueError) as e:
-    raise ValueError(f"correct and answered must broadcast to probs {p.shape}: {e}") from e
+    raise ValueError(f"correct must broadcast to probs {p.shape}: {e}") from e
   k = checks.check_int(k, "k", low=1, high=checks.MAX_SIZE)
   checks.check_option(tie, "tie", TIE_RULES)
   categorical.check_probabilities(p, "probs")
@@ -609,14 +616,46 @@ def maj_at_k_exact(
     if not np.all((c == 0) | (c == 1)):
       raise ValueError("correct must hold only 0/1 (or bool) values.")
   tables = _exact_tables(k, tie, p.dtype)
-  out = _maj_at_k_exact(
-    _flat(categorical.normalize(p)),
-    _flat(corr.astype(p.dtype)),
-    _flat(mask.astype(p.dtype)),
-    tables,
-    k,
-  )
-  return out.reshape(p.shape[:-1])
+  p = categorical.normalize(p)
+  corr = corr.astype(p.dtype)
+  if answered is None:
+    mask = jnp.ones(p.shape, p.dtype)
+    out = _maj_at_k_exact(_flat(p), _flat(corr), _flat(mask), tables, k)
+    return out.reshape(p.shape[:-1])
+  a = _answer_probabilities(answered, p)
+  # The unanswered share of every outcome is one pooled outcome that never wins.
+  no_answer = jnp.sum(p * (1 - a), axis=-1, keepdims=True)
+  split = jnp.concatenate([p * a, no_answer], axis=-1)
+  zero = jnp.zeros_like(no_answer)
+  corr_split = jnp.concatenate([corr, zero], axis=-1)
+  mask = jnp.concatenate([jnp.ones_like(p), zero], axis=-1)
+  out = _maj_at_k_exact(_flat(split), _flat(corr_split), _flat(mask), tables, k)
+  # An outcome that never answers but is flagged correct: no right answer (maj_at_k's
+  # rule for an abstention flagged correct).
+  bad = jnp.any(((a == 0) & (corr > 0)) | jnp.isnan(a), axis=-1)
+  return jnp.where(bad, jnp.nan, out.reshape(p.shape[:-1]))
+
+
+def _answer_probabilities(answered: ArrayLike, p: jax.Array) -> jax.Array:
+  """``answered`` as probabilities in ``p``'s dtype and shape (validated eagerly)."""
+  try:
+    a = jnp.asarray(answered)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"answered must be a bool array or probabilities in [0, 1]: {e}") from e
+  checks.check_real(a, "answered")
+  try:
+    a = jnp.broadcast_to(a, p.shape)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"answered must broadcast to probs {p.shape}: {e}") from e
+  if checks.is_concrete(a):
+    v = np.asarray(a, np.float64)
+    if not np.all((v >= 0) & (v <= 1)):  # also rejects NaN
+      raise ValueError(
+        "answered must hold booleans or probabilities in [0, 1];"
+        f" got values in [{np.nanmin(v):.3g}, {np.nanmax(v):.3g}]"
+        + (" and NaN." if np.isnan(v).any() else ".")
+      )
+  return jnp.clip(a.astype(p.dtype), 0, 1)
 
 
 @functools.partial(jax.jit, static_argnums=4)

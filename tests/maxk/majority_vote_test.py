@@ -169,8 +169,8 @@ def test_exact_matches_draw_enumeration(tie):
   rng = np.random.default_rng(3)
   for num_answers, k in [(1, 3), (2, 5), (4, 3)]:
     p = rng.dirichlet(np.ones(num_answers))
-    correct = rng.random(num_answers) < 0.5
     answered = np.arange(num_answers) != 1  # outcome 1 (if any) is "no answer"
+    correct = (rng.random(num_answers) < 0.5) & answered
     got = maxk.maj_at_k_exact(p, correct, k, tie=tie, answered=answered)
     want = exact_tuples(p, correct, k, tie, answered)
     np.testing.assert_allclose(float(got), want, atol=1e-6, err_msg=f"A={num_answers} k={k}")
@@ -180,6 +180,60 @@ def test_exact_matches_draw_enumeration(tie):
   got = maxk.maj_at_k_exact(p, truth.astype(bool), 3, tie=tie)
   want = [[exact_tuples(q, truth, 3, tie) for q in row] for row in p]
   np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def exact_answered_tuples(p, correct, k, tie, answered):
+  """Σ over all A^k draws and 2^k answer patterns (draw i answers with probability
+  answered[d_i]) of their probability times h."""
+  total = 0.0
+  for draw in itertools.product(range(len(p)), repeat=k):
+    for says in itertools.product([False, True], repeat=k):
+      a = answered[list(draw)]
+      prob = np.prod(p[list(draw)]) * np.prod(np.where(says, a, 1 - a))
+      ids = np.where(says, np.array(draw), -1)
+      total += prob * vote(ids, np.where(says, correct[list(draw)], False), tie)
+  return total
+
+
+@pytest.mark.parametrize("tie", TIES)
+def test_exact_answered_is_validated_and_may_be_a_probability(tie):
+  p, correct = np.array([0.5, 0.3, 0.2]), np.array([True, False, False])
+  # The issue's case: answered = [2, 1, 1] gave 2.24; now refused, naming the argument.
+  for bad in ([2, 1, 1], [1.0, -0.5, 1.0], [1.0, np.nan, 1.0]):
+    with pytest.raises(ValueError, match="answered"):
+      maxk.maj_at_k_exact(p, correct, 3, tie=tie, answered=np.array(bad))
+  with pytest.raises(ValueError, match="answered"):
+    maxk.maj_at_k_exact(p, correct, 3, tie=tie, answered=[True, False])
+  # Under jit the values cannot be checked: clipped to [0, 1], so still a probability.
+  jitted = jax.jit(lambda a: maxk.maj_at_k_exact(p, correct, 3, tie=tie, answered=a))
+  got = float(jitted(jnp.array([2.0, 1.0, 1.0])))
+  assert got == pytest.approx(exact_tuples(p, correct, 3, tie), abs=1e-6)
+  # Probabilities of answering, and booleans given as a list, against enumeration.
+  rng = np.random.default_rng(11)
+  for num_answers, k in [(2, 4), (3, 3), (4, 2)]:
+    q = rng.dirichlet(np.ones(num_answers))
+    truth = rng.random(num_answers) < 0.5
+    frac = rng.random(num_answers)
+    got = float(maxk.maj_at_k_exact(q, truth, k, tie=tie, answered=frac))
+    assert got == pytest.approx(exact_answered_tuples(q, truth, k, tie, frac), abs=1e-6)
+    flags = [True] + [False] * (num_answers - 1)
+    got = float(maxk.maj_at_k_exact(q, truth & np.array(flags), k, tie=tie, answered=flags))
+    want = exact_tuples(q, truth & np.array(flags), k, tie, answered=np.array(flags))
+    assert got == pytest.approx(want, abs=1e-6)
+
+
+def test_exact_unanswered_outcome_flagged_correct_is_nan_as_in_maj_at_k():
+  # maj_at_k: an abstention (-1) flagged correct makes its group NaN.
+  assert np.isnan(maxk.maj_at_k(np.array([-1, 0, 0]), np.array([True, False, False]), 2))
+  # maj_at_k_exact: the same outcome as a never-answering one flagged correct; only
+  # that distribution is NaN.  Answering with any probability > 0 is not.
+  p = np.array([[0.2, 0.5, 0.3], [0.2, 0.5, 0.3]])
+  correct = np.array([True, False, False])
+  got = np.asarray(maxk.maj_at_k_exact(p, correct, 2, answered=[[0, 1, 1], [1, 1, 1]]))
+  assert np.isnan(got[0])
+  assert got[1] == pytest.approx(exact_tuples(p[1], correct, 2, "uniform"), abs=1e-6)
+  half = maxk.maj_at_k_exact(p[0], correct, 2, answered=[0.5, 1, 1])
+  assert np.isfinite(half)
 
 
 def test_jit_vmap_and_gradients():
