@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from typing import NamedTuple
 
 import jax
@@ -323,15 +324,48 @@ def _sample_value(
   return total / pmf[n, k]
 
 
+def _answer_ids(answer_ids: ArrayLike) -> jax.Array:
+  """``answer_ids`` as an integer JAX array whose equalities and signs are the caller's.
+
+  A JAX array (also a traced one) is used as it is.  Host ids (NumPy arrays,
+  Python ints of any size, e.g. from ``hash()``) that JAX would narrow (64-bit
+  ints without ``jax_enable_x64``, Python ints beyond int64) are factorised on the
+  host instead: each distinct non-negative id becomes its int32 rank among them and
+  every negative id becomes -1, which keeps which samples share an answer and
+  which abstain.
+  """
+  if isinstance(answer_ids, jax.Array):
+    ids = answer_ids
+    if not jnp.issubdtype(ids.dtype, jnp.integer):
+      raise ValueError(f"answer_ids must be an integer array; got dtype {ids.dtype}.")
+    return ids
+  try:
+    host = np.asarray(answer_ids)
+  except (TypeError, ValueError, OverflowError) as e:
+    raise ValueError(f"answer_ids must be an integer array: {e}") from e
+  if host.dtype == object:
+    flat = host.reshape(-1)
+    if not all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in flat):
+      raise ValueError("answer_ids must be an integer array; got non-integer objects.")
+  elif not np.issubdtype(host.dtype, np.integer):
+    raise ValueError(f"answer_ids must be an integer array; got dtype {host.dtype}.")
+  elif jax.dtypes.canonicalize_dtype(host.dtype) == host.dtype:
+    return jnp.asarray(host)
+  answered = host >= 0
+  distinct, codes = np.unique(host[answered], return_inverse=True)
+  if distinct.size > np.iinfo(np.int32).max:
+    raise ValueError(
+      f"answer_ids has {distinct.size} distinct answers; at most {np.iinfo(np.int32).max}."
+    )
+  out = np.full(host.shape, -1, np.int32)
+  out[answered] = codes.reshape(-1)
+  return jnp.asarray(out)
+
+
 def _prepare(
   answer_ids: ArrayLike, correct: ArrayLike, k: int, tie: str
 ) -> tuple[jax.Array, jax.Array, int, int]:
-  try:
-    ids = jnp.asarray(answer_ids)
-  except (TypeError, ValueError) as e:
-    raise ValueError(f"answer_ids must be an integer array: {e}") from e
-  if not jnp.issubdtype(ids.dtype, jnp.integer):
-    raise ValueError(f"answer_ids must be an integer array; got dtype {ids.dtype}.")
+  ids = _answer_ids(answer_ids)
   if ids.ndim < 1:
     raise ValueError(f"answer_ids must have the sample axis last; got shape {ids.shape}.")
   try:
@@ -370,6 +404,13 @@ def maj_at_k(
   subset but never wins the vote; a subset of abstentions only has h = 0.  Its
   ``correct`` flag must be False.
 
+  Ids of any width are compared exactly: host ids (NumPy int64/uint64, Python
+  ints of any size) that JAX would narrow without ``jax_enable_x64`` are
+  factorised on the host into int32 codes first (equal ids stay equal, negative
+  ids stay abstentions).  A JAX array is used as it is (it cannot hold 64-bit ids
+  without x64).  Python's ``hash()`` is negative for about half of all values,
+  which would abstain: use e.g. ``hash(answer) % 2**63`` as the id.
+
   Args:
     answer_ids: ``[..., n]`` integer answer labels; samples on the last axis.
     correct: ``[..., n]`` bool or {0, 1}: whether each sample's answer is correct.
@@ -383,8 +424,9 @@ def maj_at_k(
     or where ``correct`` holds NaN; other groups are unaffected.
 
   Raises:
-    ValueError: non-integer ``answer_ids``, shapes that differ, ``k`` not an int in
-      [1, n], an unknown ``tie``, or (eagerly) ``correct`` outside {0, 1}.
+    ValueError: non-integer ``answer_ids`` (or more than 2^31 − 1 distinct ones),
+      shapes that differ, ``k`` not an int in [1, n], an unknown ``tie``, or
+      (eagerly) ``correct`` outside {0, 1}.
 
   References: Wang et al. arXiv 2203.11171 (Sec. 2); Tang et al. arXiv 2503.19595.
   """
@@ -442,8 +484,8 @@ def maj_at_k_advantages(
   :func:`maj_at_k`.
 
   Args:
-    answer_ids: ``[..., n]`` integer answer labels (negative: no answer, as in
-      :func:`maj_at_k`).
+    answer_ids: ``[..., n]`` integer answer labels of any width (negative: no
+      answer; 64-bit host ids factorised, as in :func:`maj_at_k`).
     correct: ``[..., n]`` bool or {0, 1}.
     k: static int, ``1 <= k <= n``.
     tie: keyword-only, ``"uniform"`` or ``"wrong"`` (as in :func:`maj_at_k`).

@@ -305,6 +305,45 @@ def test_bad_input_raises():
     maxk.maj_at_k_exact(np.float32([0.5, 0.5]), [True, False], 200)
 
 
+@pytest.mark.parametrize("x64", [False, True])
+def test_64_bit_and_python_int_ids_are_compared_exactly(x64):
+  # The case: 2**32 + 1 is not answer 1 (int32 truncation merged them: 0.5).
+  ids = np.array([[2**32 + 1, 1, 2, 2]], np.int64)
+  correct = np.array([[False, False, True, True]])
+  with jax.enable_x64(x64):
+    assert float(maxk.maj_at_k(ids, correct, 3)[0]) == pytest.approx(2 / 3, abs=1e-6)
+    # Closed over under jit the ids are still concrete, so still factorised.
+    jitted = jax.jit(lambda c: maxk.maj_at_k(ids, c, 3))(correct)
+    assert float(jitted[0]) == pytest.approx(2 / 3, abs=1e-6)
+  # Ids that agree modulo 2^32, wrap negative in int32, span int64 and uint64, Python
+  # ints beyond 64 bits, and hash() ids made non-negative; each against brute force.
+  words = ["12", "7", "12", "x", "7", "12"]
+  groups = [
+    np.array([2**32 + 5, 5, 2**33 + 5, 5, -1, 2**32 + 5], np.int64),
+    np.array([2**31, 2**31, 7, -(2**40), 7, 2**31 + 1], np.int64),
+    np.array([2**63 - 1, -(2**63), 2**63 - 1, 0, 0, 2**62], np.int64),
+    np.array([2**64 - 1, 2**64 - 1, 1, 2**63, 1, 2**63], np.uint64),
+    np.array([2**70, 2**70 + 1, 2**70, 3, -(2**80), 2**70 + 1], object),
+    np.array([hash(w) % 2**63 for w in words], np.int64),
+  ]
+  rng = np.random.default_rng(7)
+  for ids in groups:
+    distinct = sorted({int(a) for a in ids if a >= 0})
+    truth = dict(zip(distinct, rng.random(len(distinct)) < 0.5))
+    correct = np.array([int(a) >= 0 and truth[int(a)] for a in ids])
+    exact_ids = np.array([int(a) for a in ids], object)  # the brute force's own ids
+    for k, tie in [(2, "uniform"), (3, "wrong")]:
+      with jax.enable_x64(x64):
+        got = float(maxk.maj_at_k(ids, correct, k, tie=tie))
+        adv = np.asarray(maxk.maj_at_k_advantages(ids, correct, k, tie=tie))
+      want = maj_subsets(exact_ids, correct, k, tie)
+      assert got == pytest.approx(want, abs=1e-6), (ids, k, tie)
+      want_adv = advantages_subsets(exact_ids, correct, k, tie, "loo_minus_one")
+      np.testing.assert_allclose(adv, want_adv, atol=2e-6, err_msg=f"{ids} k={k} {tie}")
+  with pytest.raises(ValueError, match="answer_ids"):
+    maxk.maj_at_k(np.array([1, "a", 2], object), [False] * 3, 2)
+
+
 @pytest.mark.parametrize("tie,baseline", [("uniform", "loo_minus_one"), ("wrong", "loo")])
 def test_many_answers_fill_the_slots_of_every_top_count(tie, baseline):
   # n = 12: all answers distinct (12 slots at t = 1), one answer everywhere, counts
