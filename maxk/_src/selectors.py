@@ -103,8 +103,8 @@ def _class_sums(first: jax.Array, end: jax.Array, x: jax.Array) -> jax.Array:
   with TwoSum (``sorted_kernels.compensated_sum``'s rule), restarted at each class's
   first position and read at its last: a sum of the class's own terms only (no
   differences of cumulative sums), within about an ulp of their exact sum however
-  large the class (a plain float32 sum of one class of 16384 rewards was off by
-  ~50 ulp).  ``first``/``end`` ``[..., n]``: class starts (bool), each position's
+  large the class (a plain float32 sum of one class of 16384 rewards is off by
+  up to ~50 ulp).  ``first``/``end`` ``[..., n]``: class starts (bool), each position's
   class end.  Linear: its derivative is the plain class sum.
   """
   flags = jnp.broadcast_to(first[..., None], x.shape)
