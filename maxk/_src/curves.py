@@ -315,21 +315,33 @@ def _check_pairs(n: int, name: str) -> None:
     )
 
 
-def _check_tau(tau: object) -> float:
+def _check_tau(tau: object) -> tuple[float, np.dtype]:
+  """(τ as a float, τ's own floating dtype: float64 unless a NumPy float scalar)."""
   if isinstance(tau, (bool, np.bool_)) or not isinstance(tau, numbers.Real):
     raise ValueError(f"tau={tau!r} must be a real number in [0, 1] (got {type(tau).__name__}).")
-  tau = float(tau)
-  if not 0.0 <= tau <= 1.0:  # also rejects NaN
+  dtype = np.dtype(type(tau)) if isinstance(tau, np.floating) else np.dtype(np.float64)
+  value = float(tau)
+  if not 0.0 <= value <= 1.0:  # also rejects NaN
     raise ValueError(f"tau={tau} must satisfy 0 <= tau <= 1.")
-  return tau
+  return value, dtype
 
 
-def _threshold(tau: float, k: int) -> int:
-  """max(⌈τk⌉, 1), with τk within 1e-9 of an integer taken as that integer, so that
-  τ = i/k written in floating point (e.g. 0.35 · 20) asks for exactly i."""
+def _threshold(tau: float, k: int, dtype: np.dtype) -> int:
+  """max(⌈τk⌉, 1) for the τ the caller meant: i where τ is i/k, else ⌈τk⌉.
+
+  τ counts as i/k (i the integer nearest τk) when τk is within 1e-9 (relative) of
+  i, so that i/k computed in float64 (0.28 · 25 = 7.000000000000001) asks for
+  exactly i, or when τ is i/k rounded to τ's own dtype, so that ``np.float32(0.3)``
+  (0.30000001192...) at k = 10 asks for 3, and ``np.float16(1/3)`` at k = 3 for 1.
+  A float16 (float32) τ resolves i/k only while 1/k exceeds its spacing, about
+  k < 2^10 (2^23); beyond that several i/k round to the same τ and the nearest
+  is taken.
+  """
   x = tau * k
   nearest = round(x)
-  j = nearest if abs(x - nearest) <= 1e-9 * max(1.0, x) else math.ceil(x)
+  close = abs(x - nearest) <= 1e-9 * max(1.0, x)
+  rounded = dtype.type(nearest / k) == dtype.type(tau)
+  j = nearest if close or rounded else math.ceil(x)
   return max(int(j), 1)
 
 
@@ -549,8 +561,13 @@ def g_pass_at_k(
   an unbiased estimate of P(Binomial(k, p) >= ⌈τk⌉) (a U-statistic).  τ = 1 gives
   pass^k (:func:`pass_hat_k`), and any 0 < τ <= 1/k, as τ -> 0, gives pass@k
   (:func:`maxk.pass_at_k`).  The paper defines τ ∈ (0, 1]; τ = 0 is accepted as
-  that limit (threshold 1, as in the authors' code).  A τk within 1e-9 of an
-  integer counts as that integer, so τ = i/k in floating point asks for exactly i.
+  that limit (threshold 1, as in the authors' code).  τ = i/k in floating point
+  asks for exactly i, whatever τ's dtype: a τk within 1e-9 of the integer i, or a
+  τ equal to i/k rounded to τ's own dtype (a NumPy float16 or float32 scalar),
+  counts as i/k (float16 resolves i/k for k up to about 2^10, float32 up to about
+  2^23).  This is where it differs from GPassK's ⌈kτ⌉ computed in floating point,
+  which asks for 4 of 10 at ``np.float32(0.3)`` and for 8 of 25 at τ = 0.28
+  (0.28 · 25 = 7.000000000000001).
 
   The value is read from a static float64 table over c (hypergeometric tail sums
   of non-negative terms from extended-precision log factorials, ~1e-15 relative
@@ -560,7 +577,8 @@ def g_pass_at_k(
   Args:
     correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
     k: static int, ``1 <= k <= n``.
-    tau: the tolerance τ, a real number in [0, 1] (positional or keyword).
+    tau: the tolerance τ, a real number in [0, 1] (positional or keyword): a
+      Python number or a NumPy float scalar of any precision.
     where: keyword-only, optional bool, broadcastable to ``correct``: the valid
       samples of each group (ragged groups): a group's estimate is that of its m
       valid samples alone, NaN where m < k.  Its float64 table over (m, c)
@@ -578,7 +596,8 @@ def g_pass_at_k(
   2412.13147, Sec. 2 (the definition of G-Pass@k_τ).
   """
   values, n, k, valid = metrics.validate_correct(correct, k, where)
-  threshold = _threshold(_check_tau(tau), k)
+  tau_value, tau_dtype = _check_tau(tau)
+  threshold = _threshold(tau_value, k, tau_dtype)
   if valid is not None:
     table = _ragged_g_pass_operand(n, k, threshold, values.dtype)
     return _ragged_lookup(values, valid, table)

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from typing import NamedTuple
 
 import jax
@@ -323,15 +324,48 @@ def _sample_value(
   return total / pmf[n, k]
 
 
+def _answer_ids(answer_ids: ArrayLike) -> jax.Array:
+  """``answer_ids`` as an integer JAX array whose equalities and signs are the caller's.
+
+  A JAX array (also a traced one) is used as it is.  Host ids (NumPy arrays,
+  Python ints of any size, e.g. from ``hash()``) that JAX would narrow (64-bit
+  ints without ``jax_enable_x64``, Python ints beyond int64) are factorised on the
+  host instead: each distinct non-negative id becomes its int32 rank among them and
+  every negative id becomes -1, which keeps which samples share an answer and
+  which abstain.
+  """
+  if isinstance(answer_ids, jax.Array):
+    ids = answer_ids
+    if not jnp.issubdtype(ids.dtype, jnp.integer):
+      raise ValueError(f"answer_ids must be an integer array; got dtype {ids.dtype}.")
+    return ids
+  try:
+    host = np.asarray(answer_ids)
+  except (TypeError, ValueError, OverflowError) as e:
+    raise ValueError(f"answer_ids must be an integer array: {e}") from e
+  if host.dtype == object:
+    flat = host.reshape(-1)
+    if not all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in flat):
+      raise ValueError("answer_ids must be an integer array; got non-integer objects.")
+  elif not np.issubdtype(host.dtype, np.integer):
+    raise ValueError(f"answer_ids must be an integer array; got dtype {host.dtype}.")
+  elif jax.dtypes.canonicalize_dtype(host.dtype) == host.dtype:
+    return jnp.asarray(host)
+  answered = host >= 0
+  distinct, codes = np.unique(host[answered], return_inverse=True)
+  if distinct.size > np.iinfo(np.int32).max:
+    raise ValueError(
+      f"answer_ids has {distinct.size} distinct answers; at most {np.iinfo(np.int32).max}."
+    )
+  out = np.full(host.shape, -1, np.int32)
+  out[answered] = codes.reshape(-1)
+  return jnp.asarray(out)
+
+
 def _prepare(
   answer_ids: ArrayLike, correct: ArrayLike, k: int, tie: str
 ) -> tuple[jax.Array, jax.Array, int, int]:
-  try:
-    ids = jnp.asarray(answer_ids)
-  except (TypeError, ValueError) as e:
-    raise ValueError(f"answer_ids must be an integer array: {e}") from e
-  if not jnp.issubdtype(ids.dtype, jnp.integer):
-    raise ValueError(f"answer_ids must be an integer array; got dtype {ids.dtype}.")
+  ids = _answer_ids(answer_ids)
   if ids.ndim < 1:
     raise ValueError(f"answer_ids must have the sample axis last; got shape {ids.shape}.")
   try:
@@ -370,6 +404,13 @@ def maj_at_k(
   subset but never wins the vote; a subset of abstentions only has h = 0.  Its
   ``correct`` flag must be False.
 
+  Ids of any width are compared exactly: host ids (NumPy int64/uint64, Python
+  ints of any size) that JAX would narrow without ``jax_enable_x64`` are
+  factorised on the host into int32 codes first (equal ids stay equal, negative
+  ids stay abstentions).  A JAX array is used as it is (it cannot hold 64-bit ids
+  without x64).  Python's ``hash()`` is negative for about half of all values,
+  which would abstain: use e.g. ``hash(answer) % 2**63`` as the id.
+
   Args:
     answer_ids: ``[..., n]`` integer answer labels; samples on the last axis.
     correct: ``[..., n]`` bool or {0, 1}: whether each sample's answer is correct.
@@ -383,8 +424,9 @@ def maj_at_k(
     or where ``correct`` holds NaN; other groups are unaffected.
 
   Raises:
-    ValueError: non-integer ``answer_ids``, shapes that differ, ``k`` not an int in
-      [1, n], an unknown ``tie``, or (eagerly) ``correct`` outside {0, 1}.
+    ValueError: non-integer ``answer_ids`` (or more than 2^31 − 1 distinct ones),
+      shapes that differ, ``k`` not an int in [1, n], an unknown ``tie``, or
+      (eagerly) ``correct`` outside {0, 1}.
 
   References: Wang et al. arXiv 2203.11171 (Sec. 2); Tang et al. arXiv 2503.19595.
   """
@@ -442,8 +484,8 @@ def maj_at_k_advantages(
   :func:`maj_at_k`.
 
   Args:
-    answer_ids: ``[..., n]`` integer answer labels (negative: no answer, as in
-      :func:`maj_at_k`).
+    answer_ids: ``[..., n]`` integer answer labels of any width (negative: no
+      answer; 64-bit host ids factorised, as in :func:`maj_at_k`).
     correct: ``[..., n]`` bool or {0, 1}.
     k: static int, ``1 <= k <= n``.
     tie: keyword-only, ``"uniform"`` or ``"wrong"`` (as in :func:`maj_at_k`).
@@ -576,17 +618,25 @@ def maj_at_k_exact(
       correct.
     k: static int >= 1.  In float32 k <= 125 (C(k, k/2) must not overflow).
     tie: keyword-only, ``"uniform"`` or ``"wrong"``.
-    answered: keyword-only, optional bool broadcastable to ``probs``: False marks
-      an outcome with no answer, which never wins the vote (as a negative id in
-      :func:`maj_at_k`).  Default: all answered.
+    answered: keyword-only, optional bool or probabilities in [0, 1],
+      broadcastable to ``probs``: the probability that a draw of each outcome
+      carries an answer.  False (0) marks an outcome with no answer, which never
+      wins the vote (as a negative id in :func:`maj_at_k`); a value a in (0, 1)
+      splits the outcome into its answer (probability p·a) and no answer
+      (p·(1 − a)).  ``correct`` says whether the answer is right.  Default: all
+      answered.
 
   Returns:
-    ``[...]`` probabilities in [0, 1].
+    ``[...]`` probabilities in [0, 1].  NaN for a distribution where an outcome
+    that never answers (``answered`` 0) is flagged correct, as :func:`maj_at_k`
+    gives NaN where an abstention is flagged correct (there is then no right
+    answer), or where ``answered`` holds NaN; other distributions are unaffected.
 
   Raises:
     ValueError: bad ``k`` or ``tie``, shapes that do not broadcast, or (eagerly
-      only) ``probs`` that is not a probability vector or ``correct`` outside
-      {0, 1}.  Under ``jit`` ``probs`` is divided by its sum.
+      only) ``probs`` that is not a probability vector, ``correct`` outside
+      {0, 1} or ``answered`` outside [0, 1].  Under ``jit`` ``probs`` is divided
+      by its sum and ``answered`` is clipped to [0, 1].
 
   References: Wang et al. arXiv 2203.11171 (Sec. 2); Tang et al. arXiv 2503.19595.
   """
@@ -598,9 +648,8 @@ def maj_at_k_exact(
   checks.check_real(corr, "correct")
   try:
     corr = jnp.broadcast_to(corr, p.shape)
-    mask = jnp.ones(p.shape, bool) if answered is None else jnp.broadcast_to(answered, p.shape)
   except (TypeError, ValueError) as e:
-    raise ValueError(f"correct and answered must broadcast to probs {p.shape}: {e}") from e
+    raise ValueError(f"correct must broadcast to probs {p.shape}: {e}") from e
   k = checks.check_int(k, "k", low=1, high=checks.MAX_SIZE)
   checks.check_option(tie, "tie", TIE_RULES)
   categorical.check_probabilities(p, "probs")
@@ -609,14 +658,46 @@ def maj_at_k_exact(
     if not np.all((c == 0) | (c == 1)):
       raise ValueError("correct must hold only 0/1 (or bool) values.")
   tables = _exact_tables(k, tie, p.dtype)
-  out = _maj_at_k_exact(
-    _flat(categorical.normalize(p)),
-    _flat(corr.astype(p.dtype)),
-    _flat(mask.astype(p.dtype)),
-    tables,
-    k,
-  )
-  return out.reshape(p.shape[:-1])
+  p = categorical.normalize(p)
+  corr = corr.astype(p.dtype)
+  if answered is None:
+    mask = jnp.ones(p.shape, p.dtype)
+    out = _maj_at_k_exact(_flat(p), _flat(corr), _flat(mask), tables, k)
+    return out.reshape(p.shape[:-1])
+  a = _answer_probabilities(answered, p)
+  # The unanswered share of every outcome is one pooled outcome that never wins.
+  no_answer = jnp.sum(p * (1 - a), axis=-1, keepdims=True)
+  split = jnp.concatenate([p * a, no_answer], axis=-1)
+  zero = jnp.zeros_like(no_answer)
+  corr_split = jnp.concatenate([corr, zero], axis=-1)
+  mask = jnp.concatenate([jnp.ones_like(p), zero], axis=-1)
+  out = _maj_at_k_exact(_flat(split), _flat(corr_split), _flat(mask), tables, k)
+  # An outcome that never answers but is flagged correct: no right answer (maj_at_k's
+  # rule for an abstention flagged correct).
+  bad = jnp.any(((a == 0) & (corr > 0)) | jnp.isnan(a), axis=-1)
+  return jnp.where(bad, jnp.nan, out.reshape(p.shape[:-1]))
+
+
+def _answer_probabilities(answered: ArrayLike, p: jax.Array) -> jax.Array:
+  """``answered`` as probabilities in ``p``'s dtype and shape (validated eagerly)."""
+  try:
+    a = jnp.asarray(answered)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"answered must be a bool array or probabilities in [0, 1]: {e}") from e
+  checks.check_real(a, "answered")
+  try:
+    a = jnp.broadcast_to(a, p.shape)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"answered must broadcast to probs {p.shape}: {e}") from e
+  if checks.is_concrete(a):
+    v = np.asarray(a, np.float64)
+    if not np.all((v >= 0) & (v <= 1)):  # also rejects NaN
+      raise ValueError(
+        "answered must hold booleans or probabilities in [0, 1];"
+        f" got values in [{np.nanmin(v):.3g}, {np.nanmax(v):.3g}]"
+        + (" and NaN." if np.isnan(v).any() else ".")
+      )
+  return jnp.clip(a.astype(p.dtype), 0, 1)
 
 
 @functools.partial(jax.jit, static_argnums=4)

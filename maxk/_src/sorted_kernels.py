@@ -209,7 +209,7 @@ def zscore(
   return jnp.where(valid, jnp.where(bad, jnp.nan, out), 0)
 
 
-def _two_sum(
+def two_sum(
   a: tuple[jax.Array, jax.Array], b: tuple[jax.Array, jax.Array]
 ) -> tuple[jax.Array, jax.Array]:
   """(sum, error) pairs added with Knuth's TwoSum: the rounding error of s1 + s2 is
@@ -232,7 +232,7 @@ def compensated_sum(x: jax.Array) -> jax.Array:
   mean reward near 0); a plain float32 sum then loses digits in proportion.
   """
   zero = jnp.zeros((), x.dtype)
-  total, err = lax.reduce((x, jnp.zeros_like(x)), (zero, zero), _two_sum, (x.ndim - 1,))
+  total, err = lax.reduce((x, jnp.zeros_like(x)), (zero, zero), two_sum, (x.ndim - 1,))
   return total + err
 
 

@@ -208,6 +208,27 @@ def test_tau_written_in_floating_point_asks_for_the_intended_threshold():
   )
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_tau_of_any_float_dtype_asks_for_the_threshold_the_caller_meant(dtype):
+  # The case: 3 of n = 10 correct, tau = 0.3 as a float32 scalar asks for 3.
+  c10 = np.array([1] * 3 + [0] * 7, bool)
+  assert float(maxk.g_pass_at_k(c10, 10, dtype(0.3))) == 1.0
+  correct = np.array([1] * 9 + [0] * 31)
+  n, c = correct.size, int(correct.sum())
+  sf = lambda threshold, k: stats.hypergeom.sf(threshold - 1, n, c, k)  # P(X >= threshold)
+  for k in range(1, 41):
+    for i in range(1, k + 1):  # tau = i/k rounded to the dtype: exactly i
+      got = float(maxk.g_pass_at_k(correct, k, dtype(i / k)))
+      assert got == pytest.approx(sf(i, k), rel=1e-5, abs=1e-7), (k, i)
+  for k in range(1, 21):
+    for m in range(0, 101, 5):  # decimal taus: the exact rational ceil of the decimal
+      threshold = max(1, math.ceil(Fraction(m, 100) * k))
+      got = float(maxk.g_pass_at_k(correct, k, dtype(m / 100)))
+      assert got == pytest.approx(sf(threshold, k), rel=1e-5, abs=1e-7), (k, m)
+  # A tau strictly between two i/k keeps the ceiling: 0.3 + 1/40 at k = 20 asks for 7.
+  assert float(maxk.g_pass_at_k(correct, 20, dtype(0.325))) == pytest.approx(sf(7, 20), rel=1e-5)
+
+
 def test_float32_accuracy_at_n_1024():
   n = 1024
   # pass@k and pass^k curves: within 1 ulp of the exact rationals at every k.

@@ -169,8 +169,8 @@ def test_exact_matches_draw_enumeration(tie):
   rng = np.random.default_rng(3)
   for num_answers, k in [(1, 3), (2, 5), (4, 3)]:
     p = rng.dirichlet(np.ones(num_answers))
-    correct = rng.random(num_answers) < 0.5
     answered = np.arange(num_answers) != 1  # outcome 1 (if any) is "no answer"
+    correct = (rng.random(num_answers) < 0.5) & answered
     got = maxk.maj_at_k_exact(p, correct, k, tie=tie, answered=answered)
     want = exact_tuples(p, correct, k, tie, answered)
     np.testing.assert_allclose(float(got), want, atol=1e-6, err_msg=f"A={num_answers} k={k}")
@@ -180,6 +180,60 @@ def test_exact_matches_draw_enumeration(tie):
   got = maxk.maj_at_k_exact(p, truth.astype(bool), 3, tie=tie)
   want = [[exact_tuples(q, truth, 3, tie) for q in row] for row in p]
   np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def exact_answered_tuples(p, correct, k, tie, answered):
+  """Σ over all A^k draws and 2^k answer patterns (draw i answers with probability
+  answered[d_i]) of their probability times h."""
+  total = 0.0
+  for draw in itertools.product(range(len(p)), repeat=k):
+    for says in itertools.product([False, True], repeat=k):
+      a = answered[list(draw)]
+      prob = np.prod(p[list(draw)]) * np.prod(np.where(says, a, 1 - a))
+      ids = np.where(says, np.array(draw), -1)
+      total += prob * vote(ids, np.where(says, correct[list(draw)], False), tie)
+  return total
+
+
+@pytest.mark.parametrize("tie", TIES)
+def test_exact_answered_is_validated_and_may_be_a_probability(tie):
+  p, correct = np.array([0.5, 0.3, 0.2]), np.array([True, False, False])
+  # The issue's case: answered = [2, 1, 1] gave 2.24; now refused, naming the argument.
+  for bad in ([2, 1, 1], [1.0, -0.5, 1.0], [1.0, np.nan, 1.0]):
+    with pytest.raises(ValueError, match="answered"):
+      maxk.maj_at_k_exact(p, correct, 3, tie=tie, answered=np.array(bad))
+  with pytest.raises(ValueError, match="answered"):
+    maxk.maj_at_k_exact(p, correct, 3, tie=tie, answered=[True, False])
+  # Under jit the values cannot be checked: clipped to [0, 1], so still a probability.
+  jitted = jax.jit(lambda a: maxk.maj_at_k_exact(p, correct, 3, tie=tie, answered=a))
+  got = float(jitted(jnp.array([2.0, 1.0, 1.0])))
+  assert got == pytest.approx(exact_tuples(p, correct, 3, tie), abs=1e-6)
+  # Probabilities of answering, and booleans given as a list, against enumeration.
+  rng = np.random.default_rng(11)
+  for num_answers, k in [(2, 4), (3, 3), (4, 2)]:
+    q = rng.dirichlet(np.ones(num_answers))
+    truth = rng.random(num_answers) < 0.5
+    frac = rng.random(num_answers)
+    got = float(maxk.maj_at_k_exact(q, truth, k, tie=tie, answered=frac))
+    assert got == pytest.approx(exact_answered_tuples(q, truth, k, tie, frac), abs=1e-6)
+    flags = [True] + [False] * (num_answers - 1)
+    got = float(maxk.maj_at_k_exact(q, truth & np.array(flags), k, tie=tie, answered=flags))
+    want = exact_tuples(q, truth & np.array(flags), k, tie, answered=np.array(flags))
+    assert got == pytest.approx(want, abs=1e-6)
+
+
+def test_exact_unanswered_outcome_flagged_correct_is_nan_as_in_maj_at_k():
+  # maj_at_k: an abstention (-1) flagged correct makes its group NaN.
+  assert np.isnan(maxk.maj_at_k(np.array([-1, 0, 0]), np.array([True, False, False]), 2))
+  # maj_at_k_exact: the same outcome as a never-answering one flagged correct; only
+  # that distribution is NaN.  Answering with any probability > 0 is not.
+  p = np.array([[0.2, 0.5, 0.3], [0.2, 0.5, 0.3]])
+  correct = np.array([True, False, False])
+  got = np.asarray(maxk.maj_at_k_exact(p, correct, 2, answered=[[0, 1, 1], [1, 1, 1]]))
+  assert np.isnan(got[0])
+  assert got[1] == pytest.approx(exact_tuples(p[1], correct, 2, "uniform"), abs=1e-6)
+  half = maxk.maj_at_k_exact(p[0], correct, 2, answered=[0.5, 1, 1])
+  assert np.isfinite(half)
 
 
 def test_jit_vmap_and_gradients():
@@ -249,6 +303,45 @@ def test_bad_input_raises():
     maxk.maj_at_k_exact([0.5, 0.5], [True, False], 0)
   with pytest.raises(ValueError, match="k=200"):
     maxk.maj_at_k_exact(np.float32([0.5, 0.5]), [True, False], 200)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_64_bit_and_python_int_ids_are_compared_exactly(x64):
+  # The issue's case: 2**32 + 1 is not answer 1 (int32 truncation merged them: 0.5).
+  ids = np.array([[2**32 + 1, 1, 2, 2]], np.int64)
+  correct = np.array([[False, False, True, True]])
+  with jax.enable_x64(x64):
+    assert float(maxk.maj_at_k(ids, correct, 3)[0]) == pytest.approx(2 / 3, abs=1e-6)
+    # Closed over under jit the ids are still concrete, so still factorised.
+    jitted = jax.jit(lambda c: maxk.maj_at_k(ids, c, 3))(correct)
+    assert float(jitted[0]) == pytest.approx(2 / 3, abs=1e-6)
+  # Ids that agree modulo 2^32, wrap negative in int32, span int64 and uint64, Python
+  # ints beyond 64 bits, and hash() ids made non-negative; each against brute force.
+  words = ["12", "7", "12", "x", "7", "12"]
+  groups = [
+    np.array([2**32 + 5, 5, 2**33 + 5, 5, -1, 2**32 + 5], np.int64),
+    np.array([2**31, 2**31, 7, -(2**40), 7, 2**31 + 1], np.int64),
+    np.array([2**63 - 1, -(2**63), 2**63 - 1, 0, 0, 2**62], np.int64),
+    np.array([2**64 - 1, 2**64 - 1, 1, 2**63, 1, 2**63], np.uint64),
+    np.array([2**70, 2**70 + 1, 2**70, 3, -(2**80), 2**70 + 1], object),
+    np.array([hash(w) % 2**63 for w in words], np.int64),
+  ]
+  rng = np.random.default_rng(7)
+  for ids in groups:
+    distinct = sorted({int(a) for a in ids if a >= 0})
+    truth = dict(zip(distinct, rng.random(len(distinct)) < 0.5))
+    correct = np.array([int(a) >= 0 and truth[int(a)] for a in ids])
+    exact_ids = np.array([int(a) for a in ids], object)  # the brute force's own ids
+    for k, tie in [(2, "uniform"), (3, "wrong")]:
+      with jax.enable_x64(x64):
+        got = float(maxk.maj_at_k(ids, correct, k, tie=tie))
+        adv = np.asarray(maxk.maj_at_k_advantages(ids, correct, k, tie=tie))
+      want = maj_subsets(exact_ids, correct, k, tie)
+      assert got == pytest.approx(want, abs=1e-6), (ids, k, tie)
+      want_adv = advantages_subsets(exact_ids, correct, k, tie, "loo_minus_one")
+      np.testing.assert_allclose(adv, want_adv, atol=2e-6, err_msg=f"{ids} k={k} {tie}")
+  with pytest.raises(ValueError, match="answer_ids"):
+    maxk.maj_at_k(np.array([1, "a", 2], object), [False] * 3, 2)
 
 
 @pytest.mark.parametrize("tie,baseline", [("uniform", "loo_minus_one"), ("wrong", "loo")])

@@ -202,6 +202,33 @@ def test_selected_at_k_float32_large_n(n, k):
   np.testing.assert_allclose(got, float(total), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("n", [1024, 16384, 65536])
+def test_selected_at_k_float32_class_sums_are_compensated(n):
+  # One tied class of n float32 rewards: the estimate is their mean for every k.  A
+  # plain float32 class sum was off by up to ~50 eps (2.3e-6 relative); max_at_k's
+  # bound, eps·Σ_j w_j |r_(j)| + eps·|estimate|, is 2 eps here.
+  eps = np.finfo(np.float32).eps
+  rng = np.random.default_rng(n)
+  r = rng.uniform(0.5, 1.5, size=(3, n)).astype(np.float32)
+  exact = r.astype(np.float64).mean(-1)
+  for k in (1, 7, n // 2):
+    got = np.asarray(maxk.selected_at_k(np.zeros_like(r), r, k), np.float64)
+    assert np.all(np.abs(got - exact) <= 2 * eps * np.abs(exact)), (k, (got - exact) / exact)
+  # A few large classes (scores 0..3): the same bound over the class means.
+  s = rng.integers(0, 4, size=n).astype(np.float32)
+  r1 = r[0]
+  k = 5
+  bound_terms, want = [], 0.0
+  for v in range(4):
+    low, size = int(np.sum(s < v)), int(np.sum(s == v))
+    w = (math.comb(low + size, k) - math.comb(low, k)) / math.comb(n, k)
+    mean = r1[s == v].astype(np.float64).mean()
+    want += w * mean
+    bound_terms.append(w * abs(mean))
+  got = float(maxk.selected_at_k(s, r1, k))
+  assert abs(got - want) <= eps * (sum(bound_terms) + abs(want)), (got - want) / want
+
+
 # ----------------------------------------------------------------------------
 # selected_at_k_advantages
 
