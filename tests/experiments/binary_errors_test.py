@@ -38,9 +38,11 @@ def _cases(workdir: str) -> dict[tuple[str, str], tuple[list[str], list[str]]]:
     # where ml_collections reads the overrides while the flag is defined.
     base = [f"--workdir={workdir}"] + ([f"--config={config}"] if module == "experiments.lm" else [])
     folder = os.path.dirname(config)
+    # experiments.lm's config has groups: a field of one (rl.runs) misspelt.
+    field, close = ("rl.runz", "rl.runs") if module == "experiments.lm" else ("sed", "seed")
     cases[module, "unknown field"] = (
-      [*base, "--config.sed=1"],
-      ["--config.sed", "did you mean --config.seed?"],
+      [*base, f"--config.{field}=1"],
+      [f"--config.{field}", f"did you mean --config.{close}?"],
     )
     cases[module, "missing file"] = (
       [f"--workdir={workdir}", f"--config={folder}/defaults.py"],
