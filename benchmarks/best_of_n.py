@@ -13,11 +13,11 @@ import math
 import time
 from typing import Any
 
-from absl import app
 from absl import flags
 import jax
 import numpy as np
 
+from experiments import binary
 import maxk
 
 _SIZES = flags.DEFINE_list(
@@ -69,4 +69,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  binary.run(main)

@@ -27,6 +27,8 @@ import sys
 from absl import app
 from absl import flags
 
+from experiments import binary
+
 _SHAPES = flags.DEFINE_list("shapes", ["256x64", "64x1024"], "Batch shapes BxN.")
 _NAMES = flags.DEFINE_list("estimators", [], "Estimators to time (default: all).")
 _K = flags.DEFINE_integer("k", 4, "k (and the rank objectives' length).")
@@ -125,4 +127,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  binary.run(main)

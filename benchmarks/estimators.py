@@ -33,12 +33,12 @@ import math
 import time
 from typing import Any
 
-from absl import app
 from absl import flags
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments import binary
 import maxk
 from tests.maxk import enumeration
 
@@ -215,4 +215,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  binary.run(main)

@@ -26,12 +26,12 @@ from collections.abc import Callable, Sequence
 import time
 from typing import Any
 
-from absl import app
 from absl import flags
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments import binary
 from experiments.lm import mfu as mfu_lib
 from experiments.lm import model as model_lib
 from experiments.lm import optimizer as optimizer_lib
@@ -152,4 +152,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  binary.run(main)

@@ -26,16 +26,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments import binary
 import maxk
 
-_SHAPES = flags.DEFINE_list("objective_shapes", ["1024x64"], "Batch shapes BxN.")
-_NAMES = flags.DEFINE_list("objectives", [], "Functions to time (default: all).")
-_K = flags.DEFINE_integer("objective_k", 8, "k of the functions that take one.")
-_ANSWERS = flags.DEFINE_integer(
-  "answers", 8, "Distinct answer ids per group drawn for the majority vote."
-)
-_REPEATS = flags.DEFINE_integer("objective_repeats", 20, "Timed calls per row (median).")
-_SEED = flags.DEFINE_integer("objective_seed", 0, "Seed of the random inputs.")
+
+def _define_flags() -> dict[str, flags.FlagHolder[Any]]:
+  """The binary's flags, defined only when it runs: ``shapes``, ``k``, ``repeats`` and
+  ``seed`` share their names with other benchmarks' flags (benchmarks.compile_time's,
+  benchmarks.estimators'), which a test process imports beside this module. The
+  ``objective_`` names are aliases kept for earlier commands."""
+  holders: dict[str, flags.FlagHolder[Any]] = {
+    "shapes": flags.DEFINE_list("shapes", ["1024x64"], "Batch shapes BxN."),
+    "objectives": flags.DEFINE_list("objectives", [], "Functions to time (default: all)."),
+    "k": flags.DEFINE_integer("k", 8, "k of the functions that take one."),
+    "answers": flags.DEFINE_integer(
+      "answers", 8, "Distinct answer ids per group drawn for the majority vote."
+    ),
+    "repeats": flags.DEFINE_integer("repeats", 20, "Timed calls per row (median)."),
+    "seed": flags.DEFINE_integer("seed", 0, "Seed of the random inputs."),
+  }
+  for name in ("shapes", "k", "repeats", "seed"):
+    flags.DEFINE_alias(f"objective_{name}", name)
+  return holders
+
 
 # name -> the call, as a function of (s: scores, r: rewards, c: correct, a: answer
 # ids, k).
@@ -90,30 +103,32 @@ def time_numpy_argsort(x: np.ndarray, repeats: int) -> float:
   return statistics.median(times)
 
 
-def main(argv: Sequence[str]) -> None:
+def main(argv: Sequence[str], flag_values: dict[str, flags.FlagHolder[Any]]) -> None:
+  """Prints the table: a row per function and shape."""
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  names = _NAMES.value or [name for name in CALLS if name != "argsort"]
+  names = flag_values["objectives"].value or [name for name in CALLS if name != "argsort"]
   unknown = sorted(set(names) - set(CALLS))
   if unknown:
     raise app.UsageError(f"--objectives: unknown {unknown}; choose from {sorted(CALLS)}")
   header = f"{'function':<30} {'B':>6} {'n':>6} {'k':>4} {'ms/call':>10}"
   print(header + f" {'jnp.argsort':>11} {'ratio':>7} {'np.argsort':>10} {'ratio':>7}")
-  for shape in _SHAPES.value:
+  repeats = flag_values["repeats"].value
+  for shape in flag_values["shapes"].value:
     try:
       batch, n = (int(x) for x in shape.lower().split("x"))
     except ValueError:
-      raise app.UsageError(f"--objective_shapes: {shape!r} is not BxN") from None
-    k = min(_K.value, n)
-    s, r, c, a = inputs(batch, n, _ANSWERS.value, _SEED.value)
-    sort_time = time_call(
-      lambda s, r, c, a: CALLS["argsort"](s, r, c, a, k), (s, r, c, a), _REPEATS.value
-    )
-    np_sort_time = time_numpy_argsort(np.asarray(r), _REPEATS.value)
+      raise app.UsageError(f"--shapes: {shape!r} is not BxN") from None
+    k = min(flag_values["k"].value, n)
+    s, r, c, a = inputs(batch, n, flag_values["answers"].value, flag_values["seed"].value)
+    sort_time = time_call(lambda s, r, c, a: CALLS["argsort"](s, r, c, a, k), (s, r, c, a), repeats)
+    np_sort_time = time_numpy_argsort(np.asarray(r), repeats)
     for name in names:
       call = CALLS[name]
       seconds = time_call(
-        lambda s, r, c, a, call=call: call(s, r, c, a, k), (s, r, c, a), _REPEATS.value
+        lambda s, r, c, a, call=call: call(s, r, c, a, k),
+        (s, r, c, a),
+        repeats,
       )
       print(
         f"{name:<30} {batch:>6} {n:>6} {k:>4} {1e3 * seconds:>10.3f} {1e3 * sort_time:>11.3f}"
@@ -122,4 +137,5 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  _FLAG_VALUES = _define_flags()
+  binary.run(lambda argv: main(argv, _FLAG_VALUES))

@@ -15,6 +15,7 @@ import os
 from absl import app
 from absl import flags
 
+from experiments import binary
 from notebooks import execute
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "Folder for executed notebooks and figures.")
@@ -44,4 +45,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  binary.run(main)

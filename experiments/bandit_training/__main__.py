@@ -1,6 +1,5 @@
 """python -m experiments.bandit_training: main.py's binary; its docstring is the --help text."""
 
-from absl import app
 from absl import flags
 
 from experiments import binary
@@ -12,4 +11,4 @@ __doc__ = main.__doc__  # absl's --help prints the started module's docstring.
 flags.adopt_module_key_flags(binary)
 
 if __name__ == "__main__":
-  app.run(main.main)
+  binary.run(main.main)

@@ -44,6 +44,8 @@ from typing import Any
 from absl import app
 from absl import flags
 
+from experiments import binary
+
 # The files of a run that are committed (see the module docstring).
 ARCHIVED = (
   "config.json",
@@ -222,4 +224,4 @@ def main(argv: Sequence[str], flag_values: dict[str, flags.FlagHolder]) -> None:
 
 if __name__ == "__main__":
   _FLAG_VALUES = _define_flags()
-  app.run(lambda argv: main(argv, _FLAG_VALUES))
+  binary.run(lambda argv: main(argv, _FLAG_VALUES))

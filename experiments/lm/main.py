@@ -21,13 +21,14 @@ file or not writable (see experiments/outputs.py).
 
 from absl import app
 from absl import flags
-from ml_collections import config_flags
 
+from experiments import binary
 from experiments import outputs
 from experiments.lm import train
 
-_CONFIG = config_flags.DEFINE_config_file(
-  "config", None, "Experiment config file.", lock_config=True
+_CONFIG = binary.define_config(
+  None,
+  "Experiment config file, 'PATH' or 'PATH:VARIANT'; override a field with --config.FIELD=VALUE.",
 )
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output and checkpoint directory.", required=True)
 _DISTRIBUTED = flags.DEFINE_bool(
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> None:
 def start() -> None:
   """Parses the flags (``--config`` and ``--workdir`` required) and calls ``main``."""
   flags.mark_flags_as_required(["config"])
-  app.run(main)
+  binary.run(main)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from absl import app
 from absl import flags
 
+from experiments import binary
 from experiments.lm.study import readme_section
 
 _CONTRASTS = flags.DEFINE_string(
@@ -55,4 +56,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  binary.run(main)

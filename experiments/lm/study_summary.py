@@ -195,6 +195,7 @@ from typing import Any
 from absl import app
 from absl import flags
 
+from experiments import binary
 from experiments import outputs
 from experiments.lm.study import config as config_lib
 from experiments.lm.study import files
@@ -262,4 +263,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  binary.run(main)

@@ -1,8 +1,8 @@
 """python -m experiments.reproduce: main.py's binary; its docstring is the --help text."""
 
-from absl import app
 from absl import flags
 
+from experiments import binary
 from experiments.reproduce import main
 
 __doc__ = main.__doc__  # absl's --help prints the started module's docstring.
@@ -11,4 +11,4 @@ __doc__ = main.__doc__  # absl's --help prints the started module's docstring.
 flags.adopt_module_key_flags(main)
 
 if __name__ == "__main__":
-  app.run(main.main)
+  binary.run(main.main)

@@ -20,13 +20,30 @@ def test_every_call_evaluates_on_a_small_batch():
   assert timed - {"argsort"} <= set(maxk.__all__)
 
 
-def test_binary_prints_a_row_per_function():
+def _rows(out: str, batch: int, n: int) -> list[list[str]]:
+  return [line.split() for line in out.splitlines() if line.split()[1:3] == [str(batch), str(n)]]
+
+
+def test_binary_prints_a_row_per_function_with_the_documented_flags():
+  # The flags its docstring (its --help) names: --shapes, --repeats.
   out = binaries.run(
     "benchmarks.objectives",
     "--objectives=max_at_k,pass_hat_k",
-    "--objective_shapes=4x8",
+    "--shapes=4x8,2x16",
+    "--repeats=1",
+    "--k=4",
+  ).stdout
+  rows = _rows(out, 4, 8)
+  assert [row[0] for row in rows] == ["max_at_k", "pass_hat_k"]
+  assert all(row[3] == "4" and float(row[4]) > 0 and float(row[6]) > 0 for row in rows)
+  assert [row[0] for row in _rows(out, 2, 16)] == ["max_at_k", "pass_hat_k"]
+
+
+def test_binary_accepts_the_earlier_flag_names():
+  out = binaries.run(
+    "benchmarks.objectives",
+    "--objectives=max_at_k",
+    "--objective_shapes=3x8",
     "--objective_repeats=1",
   ).stdout
-  rows = [line.split() for line in out.splitlines() if line.split()[1:3] == ["4", "8"]]
-  assert [row[0] for row in rows] == ["max_at_k", "pass_hat_k"]
-  assert all(float(row[4]) > 0 and float(row[6]) > 0 for row in rows)
+  assert [row[0] for row in _rows(out, 3, 8)] == ["max_at_k"]
