@@ -641,15 +641,7 @@ def maj_at_k_exact(
   References: Wang et al. arXiv 2203.11171 (Sec. 2); Tang et al. arXiv 2503.19595.
   """
   p = categorical.as_distribution(probs, "probs")
-  try:
-    corr = jnp.asarray(correct)
-  except (TypeError, ValueError) as e:
-    raise ValueError(f"correct must be a bool or 0/1 numeric array: {e}") from e
-  checks.check_real(corr, "correct")
-  try:
-    corr = jnp.broadcast_to(corr, p.shape)
-  except (TypeError, ValueError) as e:
-    raise ValueError(f"correct must broadcast to probs {p.shape}: {e}") from e
+  corr = _real_like(correct, "correct", "a bool or 0/1 numeric array", p.shape)
   k = checks.check_int(k, "k", low=1, high=checks.MAX_SIZE)
   checks.check_option(tie, "tie", TIE_RULES)
   categorical.check_probabilities(p, "probs")
@@ -678,17 +670,22 @@ def maj_at_k_exact(
   return jnp.where(bad, jnp.nan, out.reshape(p.shape[:-1]))
 
 
+def _real_like(x: ArrayLike, name: str, kind: str, shape: tuple[int, ...]) -> jax.Array:
+  """``x`` as a real array broadcast to ``probs``' ``shape``; ValueError naming ``name``."""
+  try:
+    arr = jnp.asarray(x)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"{name} must be {kind}: {e}") from e
+  checks.check_real(arr, name)
+  try:
+    return jnp.broadcast_to(arr, shape)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"{name} must broadcast to probs {shape}: {e}") from e
+
+
 def _answer_probabilities(answered: ArrayLike, p: jax.Array) -> jax.Array:
   """``answered`` as probabilities in ``p``'s dtype and shape (validated eagerly)."""
-  try:
-    a = jnp.asarray(answered)
-  except (TypeError, ValueError) as e:
-    raise ValueError(f"answered must be a bool array or probabilities in [0, 1]: {e}") from e
-  checks.check_real(a, "answered")
-  try:
-    a = jnp.broadcast_to(a, p.shape)
-  except (TypeError, ValueError) as e:
-    raise ValueError(f"answered must broadcast to probs {p.shape}: {e}") from e
+  a = _real_like(answered, "answered", "a bool array or probabilities in [0, 1]", p.shape)
   if checks.is_concrete(a):
     v = np.asarray(a, np.float64)
     if not np.all((v >= 0) & (v <= 1)):  # also rejects NaN
