@@ -66,6 +66,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import integrate
 from scipy import stats
 
 CONFIDENCE = 0.95
@@ -337,7 +338,9 @@ def power(effect: float, stderr: float, df: int, *, alpha: float = ALPHA) -> flo
   For a declared contrast, ``alpha`` is the family-wise level divided by the family
   size (the first step of Holm's correction, so the figure is a lower bound on
   Holm's power), and ``stderr`` the floored standard error (the floor only
-  lowers it). NaN for a non-finite or zero ``stderr``.
+  lowers it). NaN for a non-finite or zero ``stderr``. Where SciPy's noncentral t
+  gives no finite value (far in its tails) the power is integrated over the
+  chi-squared variance instead.
 
   Raises:
     ValueError: for ``df`` < 1 or ``alpha`` outside (0, 1).
@@ -350,7 +353,17 @@ def power(effect: float, stderr: float, df: int, *, alpha: float = ALPHA) -> flo
     return float("nan")
   crit = stats.t.ppf(1 - alpha / 2, df)
   nc = effect / stderr
-  return float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
+  value = float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
+  if math.isfinite(value):
+    return value
+
+  # SciPy's noncentral t fails far in its tails: integrate over V ~ chi²(df) instead,
+  # T = (Z + nc) / √(V / df), and P(|T| > crit | V) is a normal probability.
+  def given(v: float) -> float:
+    c = crit * math.sqrt(v / df)
+    return float((stats.norm.sf(c - nc) + stats.norm.cdf(-c - nc)) * stats.chi2.pdf(v, df))
+
+  return float(integrate.quad(given, 0, np.inf, limit=200)[0])
 
 
 def declared_verdict(

@@ -44,13 +44,11 @@ import os
 from typing import Any
 
 import numpy as np
-from scipy import integrate
-from scipy import optimize
-from scipy import stats
 
 from experiments.lm import contrasts
 from experiments.lm.study import answer_shares
 from experiments.lm.study import markdown as md
+from experiments.lm.study import power as power_lib
 from experiments.lm.study import readme_section
 from experiments.lm.study import runs as runs_lib
 from experiments.lm.study import steps as steps_lib
@@ -84,35 +82,21 @@ def floored_se(row: Row) -> tuple[float, int, float]:
 
 def power(effect: float, se: float, df: int, *, alpha: float) -> float:
   """Power of the two-sided t-test at level ``alpha`` with ``df`` degrees of freedom
-  against a true effect ``effect`` with standard error ``se``:
-  P(T > t_c) + P(T < −t_c), T ~ noncentral t(df, effect / se), t_c = t_{df}(1 − α/2).
+  against a true effect ``effect`` with standard error ``se``
+  (:func:`experiments.lm.contrasts.power`), for a standard error the audit requires.
 
   Raises:
     ValueError: for se <= 0, df < 1 or alpha outside (0, 1).
   """
   if not se > 0 or df < 1 or not 0 < alpha < 1:
     raise ValueError(f"power needs se > 0, df >= 1, alpha in (0, 1): {se}, {df}, {alpha}.")
-  t_crit = stats.t.ppf(1 - alpha / 2, df)
-  nc = effect / se
-  value = float(stats.nct.sf(t_crit, df, nc) + stats.nct.cdf(-t_crit, df, nc))
-  if math.isfinite(value):
-    return value
-
-  # scipy's noncentral t fails far in its tails: integrate over V ~ chi²(df) instead,
-  # T = (Z + nc) / √(V / df), P(|T| > t_c | V) from the normal.
-  def given(v: float) -> float:
-    c = t_crit * math.sqrt(v / df)
-    return float((stats.norm.sf(c - nc) + stats.norm.cdf(-c - nc)) * stats.chi2.pdf(v, df))
-
-  return float(integrate.quad(given, 0, np.inf, limit=200)[0])
+  return contrasts.power(effect, se, df, alpha=alpha)
 
 
 def min_detectable(se: float, df: int, *, alpha: float, target: float = TARGET_POWER) -> float:
-  """The smallest effect > 0 whose :func:`power` is ``target``."""
-  hi = se
-  while power(hi, se, df, alpha=alpha) < target:
-    hi *= 2
-  return float(optimize.brentq(lambda x: power(x, se, df, alpha=alpha) - target, 0.0, hi))
+  """The smallest effect > 0 whose :func:`power` is ``target``
+  (:func:`experiments.lm.study.power.detectable_effect`)."""
+  return power_lib.detectable_effect(se, df, alpha=alpha, power=target)
 
 
 def seeds_for_power(

@@ -95,7 +95,7 @@ def compute(study: types.ModuleType, *, draws: int = 20000) -> dict[str, Any]:
   components = design.primary_components(
     summary, task=study.TASK, a=a, b=b, ks=ks, num_problems=study.VARIANCE_PROBLEMS
   )
-  sft_steps = int(pilot_lib._config(folders[0])["sft"]["steps"])
+  sft_steps = int(pilot_lib.read_config(folders[0])["sft"]["steps"])
   cost = cost_model(study, timing, sft_steps)
   rows = power_lib.design_rows(
     components,

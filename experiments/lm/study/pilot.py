@@ -33,7 +33,8 @@ def _read_json_lines(path: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in f if line.strip()]
 
 
-def _config(folder: str) -> dict[str, Any]:
+def read_config(folder: str) -> dict[str, Any]:
+  """The run folder's config.json (StudyError when it has none)."""
   path = os.path.join(folder, "config.json")
   if not os.path.exists(path):
     raise files.StudyError(f"{folder} has no config.json: not a run folder.")
@@ -56,7 +57,7 @@ def arm_rows(
   """
   rows = []
   for folder in folders:
-    config = _config(folder)
+    config = read_config(folder)
     records = _read_json_lines(os.path.join(folder, "metrics.jsonl"))
     runs = dict.fromkeys(r["run"] for r in records if r.get("stage") == "rl")
     for run in runs:
@@ -114,7 +115,7 @@ def timing(folder: str) -> Timing:
   The evaluation's cost is the last RL step's duration (the step that evaluates)
   minus the median duration of the steps that do not, divided by the problems.
   """
-  config = _config(folder)
+  config = read_config(folder)
   with open(os.path.join(folder, "log.txt")) as f:
     lines = _times(f.read())
   sft = [(t, int(m.group(1))) for t, s, msg in lines if s == "sft" and (m := _SFT.match(msg))]

@@ -129,6 +129,23 @@ def simulated_power(
   return float(np.mean(p < alpha))
 
 
+def detectable_effect(stderr: float, df: int, *, alpha: float, power: float = 0.8) -> float:
+  """The smallest effect > 0 that the two-sided t-test at level ``alpha`` (``df``
+  degrees of freedom, standard error ``stderr``) detects with probability ``power``:
+  bisection on :func:`contrasts.power`, from [0, 20 SE], the upper end doubled until
+  it reaches ``power``."""
+  lo, hi = 0.0, 20 * stderr
+  while contrasts.power(hi, stderr, df, alpha=alpha) < power:
+    hi *= 2
+  for _ in range(60):
+    mid = (lo + hi) / 2
+    if contrasts.power(mid, stderr, df, alpha=alpha) < power:
+      lo = mid
+    else:
+      hi = mid
+  return hi
+
+
 def minimal_detectable_effect(
   components: VarianceComponents,
   *,
@@ -138,17 +155,10 @@ def minimal_detectable_effect(
   power: float = 0.8,
 ) -> float:
   """The smallest true difference the floored test detects with probability
-  ``power``, from the noncentral t with the floor at its expected value (bisection on
-  :func:`contrasts.power`; the floor decides only when τ² = 0)."""
+  ``power`` (:func:`detectable_effect`, with the floor at its expected value; it
+  decides only when τ² = 0)."""
   stderr = math.sqrt(max(components.seed_variance(problems), components.within / problems) / seeds)
-  lo, hi = 0.0, 20 * stderr
-  for _ in range(60):
-    mid = (lo + hi) / 2
-    if contrasts.power(mid, stderr, seeds - 1, alpha=alpha) < power:
-      lo = mid
-    else:
-      hi = mid
-  return hi
+  return detectable_effect(stderr, seeds - 1, alpha=alpha, power=power)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from experiments.lm import contrasts
 from experiments.lm.study import audit
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
@@ -135,6 +136,6 @@ def test_the_audits_reward_windows_recompute_from_steps(report):
 
 def test_power_integrates_where_scipys_noncentral_t_fails(monkeypatch):
   expected = [audit.power(d, 0.01, df, alpha=0.01) for d in (0.0, 0.03, 0.1) for df in (2, 7)]
-  monkeypatch.setattr(audit.stats.nct, "sf", lambda *args: math.nan)
+  monkeypatch.setattr(contrasts.stats.nct, "sf", lambda *args: math.nan)
   got = [audit.power(d, 0.01, df, alpha=0.01) for d in (0.0, 0.03, 0.1) for df in (2, 7)]
   assert got == pytest.approx(expected, rel=1e-6, abs=1e-9)

@@ -327,3 +327,10 @@ def test_a_real_effect_is_found():
   assert np.mean(p_holm[:, 0] < contrasts.ALPHA) >= 0.9
   p_holm, _ = _simulated_holm(rng, 200, 3, 0.0, effect={"grpo": 0.3})
   assert np.mean(p_holm[:, 0] < contrasts.ALPHA) <= 0.1
+
+
+def test_power_integrates_where_scipys_noncentral_t_fails(monkeypatch):
+  expected = [contrasts.power(d, 0.01, df, alpha=0.01) for d in (0.0, 0.03, 0.1) for df in (2, 7)]
+  monkeypatch.setattr(contrasts.stats.nct, "sf", lambda *args: math.nan)
+  got = [contrasts.power(d, 0.01, df, alpha=0.01) for d in (0.0, 0.03, 0.1) for df in (2, 7)]
+  assert got == pytest.approx(expected, rel=1e-6, abs=1e-9)
