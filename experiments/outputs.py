@@ -52,9 +52,10 @@ def out_dir_problem(path: str | None) -> str | None:
 def register_out_dir_validator(flag: str = "out_dir") -> None:
   """Registers the absl validator of :func:`out_dir_problem` on ``--flag``.
 
-  A bad folder then stops the binary while its flags are parsed, with absl's one
-  line ``FATAL Flags parsing error: flag --out_dir=PATH: <problem>`` and exit code 1,
-  before anything is written. An unset flag (None) is left to ``required=True``.
+  A bad folder then stops the binary while its flags are parsed, before anything is
+  written, with exit code 1 and one line: ``BINARY: flag --out_dir=PATH: <problem>``
+  under :func:`experiments.binary.parse_flags`, absl's ``FATAL Flags parsing error:
+  ...`` under its own parser. An unset flag (None) is left to ``required=True``.
   """
 
   def check(value: str | None) -> bool:
