@@ -5,7 +5,7 @@ Usage:
 
 Executes each notebooks/*.ipynb in a fresh kernel (MAXK_SMOKE is passed through),
 saves the executed copies and every PNG output into DIR and lists the figures in
-DIR/results.csv (columns notebook, figure, caption). --out_dir is the old name of
+DIR/results.csv (columns notebook, figure, title, caption). --out_dir is the old name of
 --workdir.
 """
 

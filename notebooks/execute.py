@@ -93,15 +93,21 @@ def execute_notebook(
 def extract_figures(nb: nbformat.NotebookNode, stem: str, out_dir: str) -> list[dict[str, str]]:
   """Saves every PNG output of ``nb`` as ``out_dir/<stem>_<i>.png``; returns listing rows.
 
-  A row has the columns notebook, figure, caption. The caption of a figure is the
+  A row has the columns notebook, figure, title, caption. The title of a figure is the
+  nearest markdown heading above its cell (``## Fig. 4: gradient variance vs n``), with
+  ``(2)``, ``(3)``, ... after a heading's second and later figures; its caption is the
   ``caption`` entry of its cell's metadata, else the first line of the nearest markdown
   cell above it.
   """
-  rows, last_md, i = [], "", 0
+  rows: list[dict[str, str]] = []
+  headings: list[str] = []  # The heading of each row's figure.
+  last_md, heading, i = "", "", 0
   for cell in nb.cells:
     if cell.cell_type == "markdown":
-      text = [line.strip("# ").strip() for line in cell.source.splitlines() if line.strip()]
+      lines = [line.strip() for line in cell.source.splitlines() if line.strip()]
+      text = [line.strip("# ").strip() for line in lines]
       last_md = text[0] if text else last_md
+      heading = next((t for line, t in zip(lines, text) if line.startswith("#")), heading)
       continue
     for output in cell.get("outputs", []):
       data = output.get("data", {})
@@ -112,7 +118,17 @@ def extract_figures(nb: nbformat.NotebookNode, stem: str, out_dir: str) -> list[
       with open(os.path.join(out_dir, name), "wb") as f:
         f.write(base64.b64decode(data["image/png"]))
       cap = cell.metadata.get("caption", last_md)
-      rows.append({"notebook": f"{stem}.ipynb", "figure": name, "caption": f"[{stem}.ipynb] {cap}"})
+      same = headings.count(heading)
+      headings.append(heading)
+      title = (heading or f"figure {i}") + (f" ({same + 1})" if same else "")
+      rows.append(
+        {
+          "notebook": f"{stem}.ipynb",
+          "figure": name,
+          "title": title,
+          "caption": f"[{stem}.ipynb] {cap}",
+        }
+      )
   return rows
 
 
@@ -129,7 +145,7 @@ def run_notebooks(out_dir: str, paths: Sequence[str] | None = None) -> list[dict
     rows += extract_figures(nb, stem, out_dir)
     print(f"  notebook {stem}: {time.time() - start:.0f} s", flush=True)
   with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
-    writer = csv.DictWriter(f, fieldnames=["notebook", "figure", "caption"])
+    writer = csv.DictWriter(f, fieldnames=["notebook", "figure", "title", "caption"])
     writer.writeheader()
     writer.writerows(rows)
   return rows

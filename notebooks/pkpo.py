@@ -86,50 +86,6 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## Fig. 5: transformed rewards for 32 uniform rewards
-#
-# `maxk.max_at_k_advantages` with every baseline, for n = 32 rewards drawn from U(0, 1),
-# plotted against the rank of the reward: one panel per baseline, one line per k. The
-# transforms differ in scale by orders of magnitude (between baselines and between k), so
-# each curve is divided by its largest absolute value (given in the legend): the figure
-# shows the shape of each transform over the ranks, with its sign. Without a baseline (s)
-# every sample is pushed up, by almost the same amount for large k; the leave-one-out
-# baselines (s^loo, s^(loo-1)) centre the transform so that only samples which raise the
-# max of a k-subset are reinforced, and with larger k fewer of the top ranks are. The last
-# panel shows the rewards themselves.
-
-# %% caption="PKPO Fig. 5: transformed rewards of 32 uniform rewards vs rank, per baseline and k."
-n = 8 if SMOKE else 32
-r = jnp.sort(jax.random.uniform(jax.random.key(0), (n,)))
-ks = [1, 4] if SMOKE else [1, 4, 8, 16]
-ranks = np.arange(1, n + 1)
-fig, axes = plot_style.figure(2, 3, pyplot=True, sharex=True)
-for ax, baseline in zip(axes.flat, maxk.BASELINES):
-  scales = []
-  for i, k in enumerate(ks):
-    a = np.asarray(maxk.max_at_k_advantages(r, k, baseline=baseline))
-    scales.append(f"{np.abs(a).max():.2g}")
-    ax.plot(ranks, a / np.abs(a).max(), ".-", color=plot_style.sequential(i, len(ks)))
-  ax.axhline(0, color="k", lw=0.8)
-  ax.set_title(f"baseline {baseline}\nmax |a| = {', '.join(scales)}", fontsize=11)
-  ax.set_ylabel("a / max |a|")
-  ax.set_ylim(-1.1, 1.1)
-ax = axes.flat[len(maxk.BASELINES)]
-ax.plot(ranks, r, "o-", color="k", ms=4, label="reward r")
-for i, k in enumerate(ks):  # The legend of every panel: one colour per k.
-  ax.plot([], [], ".-", color=plot_style.sequential(i, len(ks)), label=f"a, k={k}")
-ax.set(title=f"the {n} rewards r ~ U(0, 1)", ylabel="reward r")
-ax.legend(loc="upper left")
-for ax in axes[-1]:
-  ax.set_xlabel("rank of the reward (1 = smallest)")
-fig.suptitle(
-  f"Transformed rewards a of {n} uniform rewards, each curve scaled to max |a| = 1 "
-  f"(max |a| listed for k = {', '.join(map(str, ks))})"
-)
-fig.tight_layout()
-plt.show()
-
-# %% [markdown]
 # ## Fig. 4: gradient variance vs n
 #
 # The Monte Carlo variance of each estimator's gradient for the Gaussian toy at theta = 1
@@ -174,3 +130,47 @@ for ax in axes[0][len(ks) :]:
 fig.tight_layout()
 plt.show()
 print("max |bias| / stderr:", max(abs(row["bias_z"]) for row in rows))
+
+# %% [markdown]
+# ## Fig. 5: transformed rewards for 32 uniform rewards
+#
+# `maxk.max_at_k_advantages` with every baseline, for n = 32 rewards drawn from U(0, 1),
+# plotted against the rank of the reward: one panel per baseline, one line per k. The
+# transforms differ in scale by orders of magnitude (between baselines and between k), so
+# each curve is divided by its largest absolute value (given in the legend): the figure
+# shows the shape of each transform over the ranks, with its sign. Without a baseline (s)
+# every sample is pushed up, by almost the same amount for large k; the leave-one-out
+# baselines (s^loo, s^(loo-1)) centre the transform so that only samples which raise the
+# max of a k-subset are reinforced, and with larger k fewer of the top ranks are. The last
+# panel shows the rewards themselves.
+
+# %% caption="PKPO Fig. 5: transformed rewards of 32 uniform rewards vs rank, per baseline and k."
+n = 8 if SMOKE else 32
+r = jnp.sort(jax.random.uniform(jax.random.key(0), (n,)))
+ks = [1, 4] if SMOKE else [1, 4, 8, 16]
+ranks = np.arange(1, n + 1)
+fig, axes = plot_style.figure(2, 3, pyplot=True, sharex=True)
+for ax, baseline in zip(axes.flat, maxk.BASELINES):
+  scales = []
+  for i, k in enumerate(ks):
+    a = np.asarray(maxk.max_at_k_advantages(r, k, baseline=baseline))
+    scales.append(f"{np.abs(a).max():.2g}")
+    ax.plot(ranks, a / np.abs(a).max(), ".-", color=plot_style.sequential(i, len(ks)))
+  ax.axhline(0, color="k", lw=0.8)
+  ax.set_title(f"baseline {baseline}\nmax |a| = {', '.join(scales)}", fontsize=11)
+  ax.set_ylabel("a / max |a|")
+  ax.set_ylim(-1.1, 1.1)
+ax = axes.flat[len(maxk.BASELINES)]
+ax.plot(ranks, r, "o-", color="k", ms=4, label="reward r")
+for i, k in enumerate(ks):  # The legend of every panel: one colour per k.
+  ax.plot([], [], ".-", color=plot_style.sequential(i, len(ks)), label=f"a, k={k}")
+ax.set(title=f"the {n} rewards r ~ U(0, 1)", ylabel="reward r")
+ax.legend(loc="upper left")
+for ax in axes[-1]:
+  ax.set_xlabel("rank of the reward (1 = smallest)")
+fig.suptitle(
+  f"Transformed rewards a of {n} uniform rewards, each curve scaled to max |a| = 1 "
+  f"(max |a| listed for k = {', '.join(map(str, ks))})"
+)
+fig.tight_layout()
+plt.show()

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 import glob
 import os
-import re
 from typing import NamedTuple
 
 from experiments.reproduce import tables
@@ -127,13 +126,11 @@ def caption(rel_path: str) -> str:
 
 
 def _notebook_title(row: Mapping[str, str]) -> str:
-  """A short title for a notebook figure: the notebook and the caption's head."""
-  text = re.sub(r"^\[[^\]]*\]\s*", "", row.get("caption", ""))
-  head = text.split(":", 1)[0].strip() if ":" in text else ""
-  if not head or len(head) > 40:
-    head = " ".join(text.split()[:6])
-  stem = os.path.splitext(row.get("notebook", ""))[0]
-  return f"{stem}: {head}" if head else stem
+  """A notebook figure's title: its heading and notebook, e.g. ``Fig. 4: gradient
+  variance vs n (pkpo.ipynb)``; a listing without titles (written by an older version)
+  gives ``pkpo.ipynb, pkpo_03.png``."""
+  title = row.get("title", "")
+  return f"{title} ({row['notebook']})" if title else f"{row['notebook']}, {row['figure']}"
 
 
 def stage_figures(out_dir: str, stage: str) -> list[Figure]:

@@ -98,6 +98,7 @@ figcaption .path{color:var(--muted);font-size:.85em}
 .status-ok{color:#188038}.status-failed{color:#c5221f;font-weight:600}
 .note{border-left:4px solid #f9ab00;background:#fef7e0;padding:.4em .8em;margin:.6em 0}
 .note.failed{border-left-color:#c5221f;background:#fce8e6}
+.note.scope,.note.repeat{border-left-color:#1a73e8;background:#e8f0fe}
 @media (max-width:60rem){.layout{grid-template-columns:minmax(0,1fr)}
  nav.toc{position:static;max-height:none;border-bottom:1px solid var(--line)}}
 """
@@ -195,7 +196,7 @@ def _section(section: page_lib.Section) -> list[str]:
   ]
   for note in section.notes:
     body.append(
-      f"<p class='note {note.kind}' role='note'><b>Warning:</b> {inline_html(note.text)}</p>"
+      f"<p class='note {note.kind}' role='note'><b>{note.label}:</b> {inline_html(note.text)}</p>"
     )
   for i, shown in enumerate(section.tables, 1):
     body += [

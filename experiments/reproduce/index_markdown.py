@@ -42,7 +42,7 @@ def _section(section: page_lib.Section) -> list[str]:
   stage = section.stage
   lines = [f"## {stage.name}", "", f"{stage.title}. Command: `{stage.command}`", ""]
   for note in section.notes:
-    lines += [f"> **Warning:** {note.text}", ""]
+    lines += [f"> **{note.label}:** {note.text}", ""]
   for shown in section.tables:
     lines += [f"**{shown.title}**", "", table(shown), ""]
   for f in section.figures:

@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+import hashlib
+import os
 import time
 from typing import NamedTuple
 
@@ -48,15 +50,33 @@ class ShownStage(NamedTuple):
 
 
 class Note(NamedTuple):
-  """A warning at the top of a stage's section.
+  """A note at the top of a stage's section.
 
   Attributes:
-    kind: "failed" or "smoke".
-    text: the warning, with Markdown inline code (```x```).
+    kind: "failed" or "smoke" (warnings), "scope" (what the stage can and cannot show)
+      or "repeat" (figures not shown again).
+    text: the note, with Markdown inline code (```x```).
   """
 
   kind: str
   text: str
+
+  @property
+  def label(self) -> str:
+    """The word before the note: "Warning" or "Note"."""
+    return "Warning" if self.kind in ("failed", "smoke") else "Note"
+
+
+# What a stage's numbers can and cannot say, where a reader would otherwise over-read them.
+SCOPE_NOTES = {
+  "lm": (
+    "This tiny run checks the LM pipeline end to end (a tiny model, few RL steps, one "
+    "seed): its RL runs may end below the base model, and it says nothing about which "
+    "estimator is better. For that, see the multi-seed studies in README's *Small-LM RL* "
+    "section (`docs/lm_study_8seed`, and the matched-KL study designed in "
+    "`docs/lm_study/DESIGN.md`)."
+  ),
+}
 
 
 class Section(NamedTuple):
@@ -85,22 +105,44 @@ class Page(NamedTuple):
 
 
 def _notes(stage: ShownStage) -> tuple[Note, ...]:
-  """The warnings of a stage's section."""
+  """The warnings and notes of a stage's section."""
   notes = []
   if stage.failed:
     notes.append(Note("failed", f"{stage.status}: this stage's partial outputs are not shown."))
   if stage.smoke:
     notes.append(Note("smoke", "SMOKE sizes (`--smoke`): tiny settings, not the headline numbers."))
+  if stage.name in SCOPE_NOTES and not stage.failed:
+    notes.append(Note("scope", SCOPE_NOTES[stage.name]))
   return tuple(notes)
 
 
-def _section(out_dir: str, stage: ShownStage) -> Section:
-  """A stage's section: never tables or figures from a failed stage's partial outputs."""
+def _digest(path: str) -> str:
+  """The SHA-256 of the file at ``path``."""
+  with open(path, "rb") as f:
+    return hashlib.sha256(f.read()).hexdigest()
+
+
+def _section(out_dir: str, stage: ShownStage, shown: dict[str, str]) -> Section:
+  """A stage's section: never tables or figures from a failed stage's partial outputs,
+  nor a figure byte for byte equal to one shown earlier (``shown``: content hash ->
+  path, updated here); a note names the figures left out and where they are shown."""
   if stage.failed:
     return Section(stage, _notes(stage), (), ())
   shown_tables = tuple(tables_lib.stage_tables(out_dir, stage.name))
-  shown_figures = tuple(figures_lib.stage_figures(out_dir, stage.name))
-  return Section(stage, _notes(stage), shown_tables, shown_figures)
+  shown_figures, repeats = [], []
+  for figure in figures_lib.stage_figures(out_dir, stage.name):
+    path = os.path.join(out_dir, figure.path)
+    digest = _digest(path) if os.path.isfile(path) else figure.path
+    if digest in shown:
+      repeats.append(f"`{figure.path}` (= `{shown[digest]}`)")
+    else:
+      shown[digest] = figure.path
+      shown_figures.append(figure)
+  notes = _notes(stage)
+  if repeats:
+    text = f"Not shown again, equal byte for byte to a figure above: {', '.join(repeats)}."
+    notes += (Note("repeat", text),)
+  return Section(stage, notes, shown_tables, tuple(shown_figures))
 
 
 def _intro(stages: Sequence[ShownStage], total_seconds: float, when: str) -> str:
@@ -130,7 +172,9 @@ def build_page(
   """The page showing ``stages``, whose outputs are in ``out_dir/<stage name>``.
 
   A failed stage's section holds its warning and no tables or figures; a smoke
-  stage's section says "smoke", and the intro counts the smoke stages.
+  stage's section says "smoke", and the intro counts the smoke stages. A figure equal
+  byte for byte to one of an earlier section (the LM notebook plots the LM stage's
+  results with the stage's own plotting code) is named in a note, not shown twice.
 
   Args:
     out_dir: the reproduction's folder.
@@ -140,9 +184,10 @@ def build_page(
     when: the time shown as the page's date (default: now, to the minute).
   """
   when = time.strftime("%Y-%m-%d %H:%M") if when is None else when
+  shown: dict[str, str] = {}
   return Page(
     title=TITLE,
     intro=_intro(stages, total_seconds, when),
-    sections=tuple(_section(out_dir, stage) for stage in stages),
+    sections=tuple(_section(out_dir, stage, shown) for stage in stages),
     skipped=tuple(skipped),
   )

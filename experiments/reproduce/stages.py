@@ -36,7 +36,7 @@ class Stage:
   title: str
   module: str
   flags: tuple[str, ...]
-  expected_s: int
+  expected_s: int  # Seconds at the sizes it runs, as measured on 2 idle CPU cores.
   out_flag: str = "out_dir"
   env: tuple[tuple[str, str], ...] = ()
   smoke: bool = False
@@ -56,6 +56,9 @@ class Stage:
     return " ".join([*env, "python", "-m", self.module, *self.arguments(out_dir)])
 
 
+# MEASURE: provisional smoke seconds, replaced by measured values before commit.
+SMOKE_BEST, SMOKE_BV, SMOKE_BT, SMOKE_LM, SMOKE_NB = 10, 30, 20, 20, 40
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -70,12 +73,14 @@ def config_file(module: str) -> str:
 def stages(*, seed: int, smoke: bool) -> list[Stage]:
   """The reproduction's stages in run order; ``smoke``: tiny sizes (seconds each)."""
 
-  def binary(name: str, title: str, module: str, expected_s: int, *extra: str) -> Stage:
+  def binary(name: str, title: str, module: str, seconds: tuple[int, int], *extra: str) -> Stage:
+    """A binary's stage; ``seconds``: its measured time at (full, smoke) sizes."""
     if module == "experiments.lm":  # The LM's sizes: configs/tiny.py, variant micro.
       config = "experiments/lm/configs/tiny.py" + (":micro" if smoke else "")
     else:
       config = f"{config_file(module)}:smoke" if smoke else config_file(module)
     flags = (f"--config={config}", f"--config.seed={seed}", *extra)
+    expected_s = seconds[1] if smoke else seconds[0]
     return Stage(name, title, module, flags, expected_s, out_flag="workdir", smoke=smoke)
 
   return [
@@ -83,34 +88,34 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
       "best_of_n",
       "best-of-n KL, bounds, estimator and win rate (Beirami et al.)",
       "experiments.best_of_n",
-      40,
+      (40, SMOKE_BEST),
     ),
     binary(
       "bandit_variance",
       "bias and variance of every max@k gradient estimator (PKPO Fig. 4), of the estimators "
       "of top-m, min@k and MaxRL's mixture, and a check of the variance estimators",
       "experiments.bandit_variance",
-      110,
+      (110, SMOKE_BV),
       *(() if smoke else ("--config.num_replicates=10000",)),
     ),
     binary(
       "bandit_training",
       "policy-gradient training with fixed / annealed k (PKPO Fig. 3)",
       "experiments.bandit_training",
-      80,
+      (80, SMOKE_BT),
     ),
     binary(
       "lm",
       "small-LM RL: pass@k after SFT and after RL with each estimator",
       "experiments.lm",
-      90,
+      (90, SMOKE_LM),
     ),
     Stage(
       "notebooks",
       "the notebooks (PKPO Figs. 1, 2, 5; best-of-n; max@k; LM; prompt weights) executed",
       "notebooks",
       (),
-      150,
+      SMOKE_NB if smoke else 150,
       # The notebooks read their sizes from MAXK_SMOKE; it is always set, so that a
       # value exported in the caller's shell never changes a full run.
       out_flag="workdir",

@@ -2,9 +2,11 @@
 
 import base64
 import os
+import re
 import struct
 import subprocess
 import sys
+import tempfile
 
 import jupytext
 import nbformat
@@ -78,15 +80,37 @@ def test_committed_figures_are_at_least_900_px_wide(name):
   assert not narrow, f"notebooks/{name}.ipynb: figures {narrow} px wide (< {_MIN_FIGURE_PX})."
 
 
-def test_figure_cells_keep_their_captions():
+def test_figure_cells_keep_their_captions_in_paper_order():
   source = execute.read_source(os.path.join(execute.NOTEBOOK_DIR, "pkpo.py"))
   captions = [c.metadata["caption"] for c in source.cells if "caption" in c.metadata]
   assert [c.split(":")[0] for c in captions] == [
     "PKPO Fig. 1",
     "PKPO Fig. 2",
-    "PKPO Fig. 5",
     "PKPO Fig. 4",
+    "PKPO Fig. 5",
   ]
+
+
+def test_committed_figures_have_complete_distinct_titles():
+  # The page once titled figures with a caption's first six words: "Prompt weights w(p)
+  # at n =", and "lm: Small LM" twice.
+  titles = []
+  for path in execute.notebook_paths():
+    nb = nbformat.read(path, as_version=4)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    with tempfile.TemporaryDirectory() as tmp:
+      rows = execute.extract_figures(nb, stem, tmp)
+    headings = [
+      line.lstrip("#").strip()
+      for cell in nb.cells
+      if cell.cell_type == "markdown"
+      for line in cell.source.splitlines()
+      if line.startswith("#")
+    ]
+    for row in rows:  # Each title is a whole heading of its notebook (perhaps numbered).
+      assert re.sub(r" \(\d+\)$", "", row["title"]) in headings, row
+    titles += [(row["notebook"], row["title"]) for row in rows]
+  assert len(titles) == len(set(titles)) and len(titles) >= 11
 
 
 def test_extract_figures_names_and_captions_each_png(tmp_path):
@@ -102,8 +126,18 @@ def test_extract_figures_names_and_captions_each_png(tmp_path):
     cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png})]
   rows = execute.extract_figures(nb, "demo", str(tmp_path))
   assert rows == [
-    {"notebook": "demo.ipynb", "figure": "demo_01.png", "caption": "[demo.ipynb] A heading"},
-    {"notebook": "demo.ipynb", "figure": "demo_02.png", "caption": "[demo.ipynb] Own caption."},
+    {
+      "notebook": "demo.ipynb",
+      "figure": "demo_01.png",
+      "title": "A heading",
+      "caption": "[demo.ipynb] A heading",
+    },
+    {
+      "notebook": "demo.ipynb",
+      "figure": "demo_02.png",
+      "title": "A heading (2)",
+      "caption": "[demo.ipynb] Own caption.",
+    },
   ]
   assert (tmp_path / "demo_02.png").read_bytes() == b"\x89PNG\r\n\x1a\n"
 

@@ -12,6 +12,7 @@ from experiments.reproduce import index_page
 from experiments.reproduce import page as page_lib
 from experiments.reproduce import tables
 from notebooks import execute
+from tests import REPO_ROOT
 from tests.experiments.reproduce import csv_files
 
 
@@ -35,7 +36,7 @@ def test_index_tables_and_notebook_figures(tmp_path):
     rows += execute.extract_figures(nb, stem, str(nb_dir))
   assert sum(r["notebook"] == "pkpo.ipynb" for r in rows) >= 4  # PKPO Figs. 1, 2, 4, 5.
   with open(nb_dir / "results.csv", "w", newline="") as f:
-    writer = csv.DictWriter(f, fieldnames=["notebook", "figure", "caption"])
+    writer = csv.DictWriter(f, fieldnames=["notebook", "figure", "title", "caption"])
     writer.writeheader()
     writer.writerows(rows)
   stages = [csv_files.shown_stage("lm"), csv_files.shown_stage("notebooks")]
@@ -89,7 +90,7 @@ def test_one_page_model_rendered_as_markdown_and_as_html(tmp_path):
 def test_html_page_lists_every_figure_in_its_contents_under_a_grid(tmp_path):
   for name in ("kl_gap.png", "win_rate_vs_kl.png"):
     (tmp_path / "best_of_n").mkdir(exist_ok=True)
-    (tmp_path / "best_of_n" / name).write_bytes(b"\x89PNG")
+    (tmp_path / "best_of_n" / name).write_bytes(b"\x89PNG " + name.encode())
   _, html_path = index_page.write_index(str(tmp_path), [csv_files.shown_stage("best_of_n")])
   page = open(html_path).read()
   toc = page[page.index("<nav") : page.index("</nav>")]
@@ -144,3 +145,69 @@ def test_each_stage_shows_its_own_command_and_sizes(tmp_path):
   assert "| [bandit_variance](#bandit_variance) | from an earlier run | smoke | 1 | 0 |" in md
   assert "1 of 2 stages ran at SMOKE sizes" in md
   assert "<td>smoke</td>" in page and "<p class='note smoke' role='note'>" in page
+
+
+def _notebooks_listing(folder, figures):
+  """A finished notebooks stage in ``folder``: (file name, bytes, title) per figure."""
+  folder.mkdir(parents=True, exist_ok=True)
+  for name, data, _ in figures:
+    (folder / name).write_bytes(data)
+  rows = [["lm.ipynb", name, title, f"[lm.ipynb] {title}."] for name, _, title in figures]
+  csv_files.write_csv(folder / "results.csv", ["notebook", "figure", "title", "caption"], rows)
+
+
+def test_a_figure_equal_to_one_shown_above_is_named_not_repeated(tmp_path):
+  # The LM notebook plots the LM stage's own results with the stage's plotting code: its
+  # two figures were on the page twice, byte for byte.
+  (tmp_path / "lm").mkdir()
+  (tmp_path / "lm" / "pass_at_k.png").write_bytes(b"\x89PNG pass")
+  (tmp_path / "lm" / "bins.png").write_bytes(b"\x89PNG bins")
+  figures = [
+    ("lm_01.png", b"\x89PNG pass", "pass@k vs k"),
+    ("lm_02.png", b"\x89PNG other", "paired differences"),
+    ("lm_03.png", b"\x89PNG bins", "bins"),
+  ]
+  _notebooks_listing(tmp_path / "notebooks", figures)
+  stages = [csv_files.shown_stage("lm"), csv_files.shown_stage("notebooks")]
+  lm, notebooks = page_lib.build_page(str(tmp_path), stages).sections
+  assert [f.path for f in lm.figures] == ["lm/pass_at_k.png", "lm/bins.png"]
+  assert [f.path for f in notebooks.figures] == ["notebooks/lm_02.png"]
+  assert [f.title for f in notebooks.figures] == ["paired differences (lm.ipynb)"]
+  (repeat,) = [note for note in notebooks.notes if note.kind == "repeat"]
+  assert repeat.label == "Note"
+  assert "`notebooks/lm_01.png` (= `lm/pass_at_k.png`)" in repeat.text
+  assert "`notebooks/lm_03.png` (= `lm/bins.png`)" in repeat.text
+  md_path, html_path = index_page.write_index(str(tmp_path), stages)
+  md, html = open(md_path).read(), open(html_path).read()
+  for text in (md, html):
+    assert "(notebooks/lm_02.png)" in text or "'notebooks/lm_02.png'" in text
+    assert "src='notebooks/lm_01.png'" not in text and "](notebooks/lm_01.png)" not in text
+
+
+def test_the_tiny_lm_stage_says_what_it_cannot_show(tmp_path):
+  # Both tiny RL runs ended below the base model, and the page said nothing.
+  stages = [csv_files.shown_stage("lm"), csv_files.shown_stage("bandit_training")]
+  lm, training = page_lib.build_page(str(tmp_path), stages).sections
+  (scope,) = [note for note in lm.notes if note.kind == "scope"]
+  assert "checks the LM pipeline" in scope.text and "docs/lm_study/DESIGN.md" in scope.text
+  assert os.path.exists(os.path.join(REPO_ROOT, "docs", "lm_study", "DESIGN.md"))
+  assert os.path.isdir(os.path.join(REPO_ROOT, "docs", "lm_study_8seed"))
+  assert (
+    "*Small-LM RL*" in scope.text
+    and "## Small-LM RL" in open(os.path.join(REPO_ROOT, "README.md")).read()
+  )
+  assert not [note for note in training.notes if note.kind == "scope"]
+  md = index_markdown.render(page_lib.build_page(str(tmp_path), stages))
+  assert "> **Note:** This tiny run checks the LM pipeline" in md
+  assert "> **Warning:** SMOKE sizes" in md
+
+
+def test_an_older_notebook_listing_without_titles_names_each_figure(tmp_path):
+  folder = tmp_path / "notebooks"
+  folder.mkdir()
+  (folder / "pkpo_01.png").write_bytes(b"\x89PNG 1")
+  csv_files.write_csv(
+    folder / "results.csv", ["notebook", "figure", "caption"], [["pkpo.ipynb", "pkpo_01.png", "c"]]
+  )
+  (section,) = page_lib.build_page(str(tmp_path), [csv_files.shown_stage("notebooks")]).sections
+  assert [f.title for f in section.figures] == ["pkpo.ipynb, pkpo_01.png"]
