@@ -280,10 +280,24 @@ def finished_record(stage_dir: str) -> StageRecord | None:
   return record if os.path.exists(os.path.join(stage_dir, DONE_FILE)) else None
 
 
-def _finished(stage_dir: str, wanted: str) -> bool:
-  """Whether ``stage_dir`` holds finished outputs of the identity ``wanted``."""
-  record = finished_record(stage_dir)
-  return record is not None and record.identity == wanted
+def _legacy_identity(stage: stages_lib.Stage, out_dir: str, identity_now: str) -> str:
+  """The identity that versions before relative paths recorded for the same stage: its
+  first line the command with this interpreter's and the stage folder's absolute paths,
+  the rest as now. A folder reproduced by such a version is still reused, and never
+  refused as "other settings", when nothing else changed."""
+  first = " ".join(stage.command(os.path.join(out_dir, stage.name)))
+  return "\n".join([first, *identity_now.split("\n")[1:]])
+
+
+def _same(recorded: str, stage: stages_lib.Stage, out_dir: str, wanted: str) -> bool:
+  """Whether a recorded identity is ``wanted`` (or its form in older records)."""
+  return recorded in (wanted, _legacy_identity(stage, out_dir, wanted))
+
+
+def _finished(stage: stages_lib.Stage, out_dir: str, wanted: str) -> bool:
+  """Whether the stage's folder holds finished outputs of the identity ``wanted``."""
+  record = finished_record(os.path.join(out_dir, stage.name))
+  return record is not None and _same(record.identity, stage, out_dir, wanted)
 
 
 def would_replace(
@@ -293,7 +307,8 @@ def would_replace(
   its folder holds a finished stage (see :func:`finished_record`) of another identity
   than :func:`identity` gives now. Only reads the file system."""
   record = finished_record(os.path.join(out_dir, stage.name))
-  return record is not None and record.identity != identity(stage, out_dir, env, cwd=cwd)
+  wanted = identity(stage, out_dir, env, cwd=cwd)
+  return record is not None and not _same(record.identity, stage, out_dir, wanted)
 
 
 def _prepare(stage: stages_lib.Stage, stage_dir: str, wanted: str) -> None:
@@ -380,7 +395,7 @@ def run_stage(
   """
   stage_dir = os.path.join(out_dir, stage.name)
   wanted = identity(stage, out_dir, env, cwd=cwd)
-  if not force and _finished(stage_dir, wanted):
+  if not force and _finished(stage, out_dir, wanted):
     return "reused", 0.0
   _prepare(stage, stage_dir, wanted)
   start = time.time()

@@ -2,6 +2,7 @@
 limit, and when its finished outputs are reused."""
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -239,3 +240,25 @@ def test_would_replace_only_finished_outputs_of_another_identity(tmp_path):
   assert not replaces(stage(True))
   os.remove(out / "fake" / runner.RECORD_FILE)
   assert not replaces(stage(True))
+
+
+def test_a_folder_of_a_version_before_relative_identities_is_reused_not_refused(tmp_path):
+  # Records of older versions held the interpreter and the stage folder as absolute
+  # paths (and no seconds): rerunning README's command over such a folder must not
+  # refuse or rerun its finished stages.
+  stage = _fake_stage(tmp_path)
+  out = tmp_path / "out"
+  assert _run(stage, out, tmp_path)[0] == "ok"
+  path = out / "fake" / runner.RECORD_FILE
+  record = json.loads(path.read_text())
+  lines = record["identity"].split("\n")
+  absolute = [sys.executable, "-m", "fake_stage", f"--out_dir={out / 'fake'}", "--seed=0"]
+  assert lines[0] == " ".join([runner._interpreter(), *absolute[1:3], "--out_dir=fake", "--seed=0"])
+  record["identity"] = "\n".join([" ".join(absolute), *lines[1:]])
+  del record["seconds"], record["ended"]
+  path.write_text(json.dumps(record))
+  env = reproduction.stage_env(stage, str(out), base=os.environ)
+  assert not runner.would_replace(stage, str(out), env, cwd=str(tmp_path))
+  assert _run(stage, out, tmp_path)[0] == "reused"
+  other = dataclasses.replace(stage, flags=("--seed=1",))  # Other settings: still refused.
+  assert runner.would_replace(other, str(out), env, cwd=str(tmp_path))
