@@ -116,7 +116,7 @@ document.addEventListener("keydown", function (e) {
 def _status_class(status: str) -> str:
   if status.startswith("FAILED"):
     return "status-failed"
-  return "status-ok" if status in ("ok", "reused") else ""
+  return "status-ok" if status == "ok" or status.startswith("reused") else ""
 
 
 def _toc(page: page_lib.Page) -> list[str]:

@@ -11,9 +11,17 @@ Usage:
 
 A stage's finished outputs are reused when it is run again with the same identity
 (its command, environment settings, sizes and the outputs of earlier stages it
-reads); --force reruns them. Stages have no time limit unless --stage_timeout sets
-one. Each stage's output goes to WORKDIR/<stage>/ (its log in
-WORKDIR/<stage>/log.txt). Exits 1 when a stage fails, saying how to go on.
+reads; paths relative to the folder and the checkout, so a copied or moved folder is
+reused too); --force reruns them. Finished outputs are never replaced silently: when a
+selected stage's folder holds finished outputs of another identity (a full run's,
+then --smoke or another --seed, or an edited config), the run is refused before
+anything is written, naming those stages; --force replaces them. A stage that failed
+or was interrupted has no finished outputs: it runs again without --force (so does a
+stage whose input an earlier stage of the same run has just rewritten). The page shows
+each stage's seconds from when it ran, also when reused. Stages have no time limit
+unless --stage_timeout sets one. Each stage's output goes to WORKDIR/<stage>/ (its log
+in WORKDIR/<stage>/log.txt). Exits 1 when a stage fails, saying how to go on; on
+Ctrl-C stops the running stage and exits 130 with one line naming it.
 """
 
 from __future__ import annotations
@@ -85,9 +93,40 @@ def how_to_continue(failed: Mapping[str, str]) -> str:
   return "\n".join(lines)
 
 
+def refusal(workdir: str, replaced: Sequence[str]) -> str:
+  """The one line refusing to replace the finished outputs of the stages ``replaced``."""
+  return (
+    f"{outputs.binary_name()}: {workdir} holds finished results of {', '.join(replaced)} "
+    "made with other settings (sizes, seed, config, command or inputs); this run would "
+    "replace them: nothing was changed. Rerun with --force to replace them, or choose "
+    "another --workdir."
+  )
+
+
+def interrupted(stage: str | None) -> str:
+  """The one line after Ctrl-C (``stage``: the stage it stopped, or None)."""
+  where = f" while stage {stage} ran (stopped; its folder is not kept as finished)" if stage else ""
+  return (
+    f"{outputs.binary_name()}: interrupted{where}. To go on, rerun the same command: "
+    "finished stages are reused."
+  )
+
+
 def main(argv: Sequence[str]) -> None:
-  """Runs the selected stages into ``--workdir``; exits 1 naming the failed ones."""
-  out_dir = outputs.start_run(argv, _WORKDIR.value)
+  """Runs the selected stages into ``--workdir``; exits 1 naming the failed ones, or
+  refusing (before anything is written) to replace finished outputs of another identity
+  without ``--force``; exits 130 on Ctrl-C, naming the stage it stopped."""
+  try:
+    _run(argv)
+  except KeyboardInterrupt as e:
+    if sys.stdout.isatty():  # End the stage's live progress line.
+      print(flush=True)
+    stage = e.stage if isinstance(e, reproduction.Interrupted) else None
+    print(interrupted(stage), file=sys.stderr, flush=True)
+    raise SystemExit(130) from None
+
+
+def _run(argv: Sequence[str]) -> None:
   stages = reproduction.select_stages(
     _STAGES.value,
     seed=_SEED.value,
@@ -95,6 +134,14 @@ def main(argv: Sequence[str]) -> None:
     lm=_LM.value,
     notebooks=_NOTEBOOKS.value,
   )
+  # Stray positional arguments are start_run's usage error, before this check.
+  if not _FORCE.value and len(argv) <= 1:
+    replaced = reproduction.replaced_stages(
+      os.path.abspath(_WORKDIR.value), stages, base_env=os.environ
+    )
+    if replaced:
+      raise SystemExit(refusal(_WORKDIR.value, replaced))
+  out_dir = outputs.start_run(argv, _WORKDIR.value)
   statuses, _ = reproduction.run(
     out_dir,
     stages,

@@ -4,7 +4,7 @@ Each stage is a subprocess run by :func:`experiments.reproduce.runner.run_stage`
 (outputs in ``OUT_DIR/<stage>/``); stages finished earlier in the same folder with the
 same identity (command, environment settings, sizes and inputs) are reused unless
 ``force``. Stages not run now but run earlier stay on the index page, each with its
-own command, sizes and status.
+own command, sizes and status, and each with the seconds it took when it ran.
 """
 
 from __future__ import annotations
@@ -82,6 +82,40 @@ def stage_env(
   return env
 
 
+class Interrupted(KeyboardInterrupt):
+  """Ctrl-C stopped the reproduction while stage ``stage`` ran (and the stage with it)."""
+
+  def __init__(self, stage: str):
+    super().__init__(stage)
+    self.stage = stage
+
+
+def replaced_stages(
+  out_dir: str,
+  stages: Sequence[stages_lib.Stage],
+  *,
+  base_env: Mapping[str, str],
+  root: str = ROOT,
+) -> list[str]:
+  """Names of ``stages`` whose finished outputs in ``out_dir`` running them now (without
+  ``force``) would replace: their folder holds a finished stage of another identity
+  (another command, config, sizes, seed, backend or inputs; see
+  ``runner.would_replace``). A folder of a failed or interrupted stage is not finished.
+  Only reads the file system."""
+  return [
+    stage.name
+    for stage in stages
+    if runner.would_replace(
+      stage, out_dir, stage_env(stage, out_dir, base=base_env, root=root), cwd=root
+    )
+  ]
+
+
+def _ran(record: runner.StageRecord) -> str:
+  """When a stage's outputs were made and how long it took: "ran DATE, N s"."""
+  return f"ran {record.ended}, {record.seconds:.0f} s" if record.ended else "ran earlier"
+
+
 def shown_stages(
   out_dir: str,
   catalogue: Sequence[stages_lib.Stage],
@@ -89,22 +123,27 @@ def shown_stages(
 ) -> tuple[list[page_lib.ShownStage], list[str]]:
   """The stages of the index page, in ``catalogue``'s order, and the names skipped.
 
-  A stage run now shows ``statuses``' status; one run earlier in ``out_dir`` shows
-  "from an earlier run" or its failure; each shows the command and sizes of its own
-  record (``runner.StageRecord``), not this run's flags.
+  A stage run now shows ``statuses``' status; one reused shows "reused (ran DATE, N s)";
+  one run earlier in ``out_dir`` shows "from an earlier run (ran DATE, N s)" or its
+  failure; each shows the command, sizes and seconds of its own record
+  (``runner.StageRecord``: the wall time of the run that made its outputs), not this
+  run's flags.
   """
   shown, skipped = [], []
   for stage in catalogue:
     record = runner.read_record(os.path.join(out_dir, stage.name))
-    if stage.name in statuses:
+    if stage.name in statuses and (statuses[stage.name][0] != "reused" or record is None):
       status, seconds = statuses[stage.name]
     elif record is None:
       skipped.append(stage.name)
       continue
+    elif stage.name in statuses:
+      status, seconds = f"reused ({_ran(record)})", record.seconds
     elif record.ok:
-      status, seconds = "from an earlier run", 0.0
+      status, seconds = f"from an earlier run ({_ran(record)})", record.seconds
     else:
-      status, seconds = record.status.replace("FAILED", "FAILED in an earlier run", 1), 0.0
+      status = record.status.replace("FAILED", "FAILED in an earlier run", 1)
+      seconds = record.seconds
     command = record.command if record else stage.shown_command(stage.name)
     smoke = record.smoke if record else stage.smoke
     shown.append(page_lib.ShownStage(stage.name, stage.title, command, smoke, status, seconds))
@@ -127,8 +166,12 @@ def run(
 
   Returns:
     ``(statuses, (index_md, index_html))``: per stage shown on the page, its status
-    ("ok", "reused", "FAILED (...)", "from an earlier run", "FAILED in an earlier
-    run (...)") and seconds.
+    ("ok", "reused (ran DATE, N s)", "FAILED (...)", "from an earlier run (ran DATE,
+    N s)", "FAILED in an earlier run (...)") and the seconds it took when it ran.
+
+  Raises:
+    Interrupted: Ctrl-C while a stage ran (naming it; the stage is stopped, and its
+      folder is not taken for finished outputs).
   """
   total_start = time.time()
   statuses: dict[str, tuple[str, float]] = {}
@@ -139,18 +182,23 @@ def run(
       f"{', smoke' if stage.smoke else ''}) ...",
       flush=True,
     )
-    status, seconds = runner.run_stage(
-      stage,
-      out_dir,
-      cwd=ROOT,
-      env=stage_env(stage, out_dir, base=base_env),
-      force=force,
-      timeout=timeout,
-    )
+    try:
+      status, seconds = runner.run_stage(
+        stage,
+        out_dir,
+        cwd=ROOT,
+        env=stage_env(stage, out_dir, base=base_env),
+        force=force,
+        timeout=timeout,
+      )
+    except KeyboardInterrupt:
+      raise Interrupted(stage.name) from None
     statuses[stage.name] = (status, seconds)
     elapsed = time.time() - total_start
+    record = runner.read_record(os.path.join(out_dir, stage.name))
+    done = f"reused ({_ran(record)})" if status == "reused" and record else status
     print(
-      f"[{i}/{len(stages)}] {stage.name}: {status} in {seconds:.0f} s (total {elapsed:.0f} s)",
+      f"[{i}/{len(stages)}] {stage.name}: {done} in {seconds:.0f} s (total {elapsed:.0f} s)",
       flush=True,
     )
   shown, skipped = shown_stages(out_dir, stages_lib.stages(seed=seed, smoke=smoke), statuses)

@@ -1,8 +1,11 @@
 """Running one stage of the reproduction: a subprocess with its log and progress line.
 
 Each stage's folder records what ran there in ``reproduce_stage.json`` (see
-``StageRecord``): the stage's identity, the command shown on the index page, its sizes
-and its status. A stage's finished outputs are reused only for the same identity.
+``StageRecord``): the stage's identity, the command shown on the index page, its sizes,
+its status, and when it ended and how long it took. A stage's finished outputs are
+reused only for the same identity; the identity holds no absolute path of the
+reproduction's folder or of the repository, so a copied or moved folder or checkout is
+reused too.
 """
 
 from __future__ import annotations
@@ -182,6 +185,13 @@ def _config_files(stage: stages_lib.Stage) -> list[str]:
   return [f[len(prefix) :].split(":", 1)[0] for f in stage.flags if f.startswith(prefix)]
 
 
+def _interpreter(root: str = ROOT) -> str:
+  """This interpreter's path: relative to ``root`` when inside it (a virtual
+  environment in the checkout moves with it), else absolute."""
+  rel = os.path.relpath(sys.executable, root)
+  return sys.executable if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+
+
 def identity(
   stage: stages_lib.Stage, out_dir: str, env: Mapping[str, str], *, cwd: str = "."
 ) -> str:
@@ -193,8 +203,13 @@ def identity(
   settings, its sizes (smoke or full), the JAX backend, and the SHA-256 of each input
   file of an earlier stage (or "absent"). Two runs of a stage with the same identity
   write the same outputs.
+
+  Paths are relative: the output folder to ``out_dir`` (the stage's name), the config
+  file to ``cwd``, the inputs to ``out_dir``, and the interpreter to the repository
+  root where it lies inside it (see :func:`_interpreter`). A reproduction folder or
+  checkout copied or moved elsewhere keeps its identities, and its stages are reused.
   """
-  lines = [" ".join(stage.command(os.path.join(out_dir, stage.name)))]
+  lines = [" ".join([_interpreter(), "-m", stage.module, *stage.arguments(stage.name)])]
   for rel in _config_files(stage):
     path = os.path.join(cwd, rel)
     lines.append(
@@ -220,12 +235,16 @@ class StageRecord:
     command: the command as a user types it (``Stage.shown_command``).
     smoke: whether it ran at smoke sizes.
     status: "ok" or "FAILED (...)" (see :func:`run_stage`).
+    seconds: the stage's wall time when it ran (kept when its outputs are reused).
+    ended: when it ended, "YYYY-MM-DD HH:MM UTC" ("" in records of older versions).
   """
 
   identity: str
   command: str
   smoke: bool
   status: str
+  seconds: float = 0.0
+  ended: str = ""
 
   @property
   def ok(self) -> bool:
@@ -252,11 +271,44 @@ def _write_record(stage_dir: str, record: StageRecord) -> None:
   os.replace(path + ".tmp", path)
 
 
-def _finished(stage_dir: str, wanted: str) -> bool:
-  """Whether ``stage_dir`` holds finished outputs of the identity ``wanted``."""
+def finished_record(stage_dir: str) -> StageRecord | None:
+  """The record of the finished outputs in ``stage_dir`` (the stage ended "ok" and its
+  ``DONE_FILE`` is there), or None: never ran, failed, interrupted, or still running."""
   record = read_record(stage_dir)
-  done = os.path.exists(os.path.join(stage_dir, DONE_FILE))
-  return done and record is not None and record.ok and record.identity == wanted
+  if record is None or not record.ok:
+    return None
+  return record if os.path.exists(os.path.join(stage_dir, DONE_FILE)) else None
+
+
+def _legacy_identity(stage: stages_lib.Stage, out_dir: str, identity_now: str) -> str:
+  """The identity that versions before relative paths recorded for the same stage: its
+  first line the command with this interpreter's and the stage folder's absolute paths,
+  the rest as now. A folder reproduced by such a version is still reused, and never
+  refused as "other settings", when nothing else changed."""
+  first = " ".join(stage.command(os.path.join(out_dir, stage.name)))
+  return "\n".join([first, *identity_now.split("\n")[1:]])
+
+
+def _same(recorded: str, stage: stages_lib.Stage, out_dir: str, wanted: str) -> bool:
+  """Whether a recorded identity is ``wanted`` (or its form in older records)."""
+  return recorded in (wanted, _legacy_identity(stage, out_dir, wanted))
+
+
+def _finished(stage: stages_lib.Stage, out_dir: str, wanted: str) -> bool:
+  """Whether the stage's folder holds finished outputs of the identity ``wanted``."""
+  record = finished_record(os.path.join(out_dir, stage.name))
+  return record is not None and _same(record.identity, stage, out_dir, wanted)
+
+
+def would_replace(
+  stage: stages_lib.Stage, out_dir: str, env: Mapping[str, str], *, cwd: str
+) -> bool:
+  """Whether running ``stage`` now (without ``force``) would replace finished outputs:
+  its folder holds a finished stage (see :func:`finished_record`) of another identity
+  than :func:`identity` gives now. Only reads the file system."""
+  record = finished_record(os.path.join(out_dir, stage.name))
+  wanted = identity(stage, out_dir, env, cwd=cwd)
+  return record is not None and not _same(record.identity, stage, out_dir, wanted)
 
 
 def _prepare(stage: stages_lib.Stage, stage_dir: str, wanted: str) -> None:
@@ -332,20 +384,37 @@ def run_stage(
   ``timeout`` (seconds; None: no limit) that killed it, and the log. The folder is
   emptied first, except for the LM stage started before with the same identity, which
   resumes from its checkpoints. The stage's output (stdout and stderr, of every process
-  it starts) goes to its ``log.txt``, never to this process's terminal.
+  it starts) goes to its ``log.txt``, never to this process's terminal. Its record
+  (``RECORD_FILE``) keeps its seconds and when it ended, for the page of later runs
+  that reuse it.
+
+  Raises:
+    KeyboardInterrupt: Ctrl-C while the stage ran: the stage (its whole process
+      group) is stopped first, and its record says "FAILED (interrupted ...)", so its
+      folder is never taken for finished outputs.
   """
   stage_dir = os.path.join(out_dir, stage.name)
   wanted = identity(stage, out_dir, env, cwd=cwd)
-  if not force and _finished(stage_dir, wanted):
+  if not force and _finished(stage, out_dir, wanted):
     return "reused", 0.0
   _prepare(stage, stage_dir, wanted)
   start = time.time()
-  code = _execute(stage, stage_dir, cwd=cwd, env=env, start=start, timeout=timeout)
+
+  def record(status: str) -> None:
+    ended = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    shown = stage.shown_command(stage.name)
+    _write_record(
+      stage_dir, StageRecord(wanted, shown, stage.smoke, status, time.time() - start, ended)
+    )
+
+  try:
+    code = _execute(stage, stage_dir, cwd=cwd, env=env, start=start, timeout=timeout)
+  except KeyboardInterrupt:
+    record(f"FAILED (interrupted; see {stage.name}/log.txt)")
+    raise
   seconds = time.time() - start
   if sys.stdout.isatty():
     sys.stdout.write("\r" + " " * 110 + "\r")
   status = _status(stage, stage_dir, code, timeout)
-  _write_record(
-    stage_dir, StageRecord(wanted, stage.shown_command(stage.name), stage.smoke, status)
-  )
+  record(status)
   return status, seconds

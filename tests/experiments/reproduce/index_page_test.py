@@ -63,8 +63,9 @@ def test_one_page_model_rendered_as_markdown_and_as_html(tmp_path):
   header = ["bandit", "estimator", "schedule", "k_eval", "final_max_at_k_mean"]
   rows = [["easy", "a<b", "1", 1, 0.5]]
   csv_files.write_csv(tmp_path / "bandit_training" / "results.csv", header, rows)
-  failed = csv_files.shown_stage("lm", "FAILED (exit code 2; see lm/log.txt)")
-  stages = [csv_files.shown_stage("bandit_training", smoke=False), failed]
+  failed = csv_files.shown_stage("lm", "FAILED (exit code 2; see lm/log.txt)", seconds=5.0)
+  reused = "reused (ran 2026-01-01 10:00 UTC, 93 s)"  # Its outputs took 93 s when it ran.
+  stages = [csv_files.shown_stage("bandit_training", reused, smoke=False, seconds=93.4), failed]
   page = page_lib.build_page(
     str(tmp_path), stages, skipped=["notebooks"], total_seconds=3.4, when="2026-01-02 03:04"
   )
@@ -77,7 +78,13 @@ def test_one_page_model_rendered_as_markdown_and_as_html(tmp_path):
   assert page.skipped == ("notebooks",)
   md, html = index_markdown.render(page), index_html.render(page)
   for text in (md, html):
-    assert "on 2026-01-02 03:04 in 3 s. 1 of 2 stages ran at SMOKE sizes" in text
+    # This run's own 3 s, and the 93 s behind the results shown (not the failed stage's).
+    assert (
+      "on 2026-01-02 03:04 in 3 s; the results shown took 93 s when their stages ran. "
+      "1 of 2 stages ran at SMOKE sizes"
+    ) in text
+  assert f"| [bandit_training](#bandit_training) | {reused} | full | 93 |" in md
+  assert f"<td class='status-ok'>{reused}</td><td>full</td><td>93</td>" in html
   assert "| easy | a<b | 1 | 0.5 |" in md
   assert "<tr><td>easy</td><td>a&lt;b</td><td>1</td><td>0.5</td></tr>" in html
   assert "| notebooks | skipped | | | |" in md

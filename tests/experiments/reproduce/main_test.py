@@ -8,6 +8,9 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -182,6 +185,24 @@ def test_reused_stages_on_a_second_run(smoke_run):
   assert proc.returncode == 0 and "best_of_n: reused" in proc.stdout, proc.stdout
 
 
+def test_another_seed_or_full_sizes_refuse_to_replace_the_finished_smoke_stages(smoke_run):
+  out, _ = smoke_run
+  before = _files(out)
+  for args in (["--smoke", "--seed=2"], ["--seed=1"]):
+    proc = binaries.run(
+      "experiments.reproduce",
+      f"--workdir={out}",
+      "--stages=best_of_n,bandit_training",
+      *args,
+      check=False,
+    )
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+    (line,) = _lines(proc.stderr)
+    assert "finished results of best_of_n, bandit_training made with other settings" in line
+    assert "Rerun with --force to replace them" in line
+    assert _files(out) == before
+
+
 @pytest.mark.parametrize("flag", ["--stages=best_of_n,nope", "--stage_timeout=-5"])
 def test_bad_flag_exits_nonzero_naming_it(flag, tmp_path):
   proc = binaries.run("experiments.reproduce", f"--workdir={tmp_path / 'out'}", flag, check=False)
@@ -220,6 +241,7 @@ def test_a_stage_out_of_time_says_how_to_go_on_and_the_page_keeps_each_stages_co
     "--stages=best_of_n",
     "--seed=7",
     "--stage_timeout=1",
+    "--force",  # Replaces the smoke run's finished best_of_n.
     check=False,
   )
   assert proc.returncode == 1
@@ -240,7 +262,10 @@ def test_a_stage_out_of_time_says_how_to_go_on_and_the_page_keeps_each_stages_co
   assert ".png" not in sections["best_of_n"] and "SMOKE" not in sections["best_of_n"]
   assert f"| [best_of_n](#best_of_n) | {status} | full |" in md
   for stage in ("bandit_variance", "bandit_training"):
-    assert f"| [{stage}](#{stage}) | from an earlier run | smoke |" in md
+    record = runner.read_record(str(out / stage))  # With its seconds when it ran.
+    assert record.seconds > 0
+    ran = f"from an earlier run (ran {record.ended}, {record.seconds:.0f} s)"
+    assert f"| [{stage}](#{stage}) | {ran} | smoke | {record.seconds:.0f} |" in md
     assert "--config.seed=1`" in sections[stage] and "--config.seed=7" not in sections[stage]
     assert "> **Warning:** SMOKE sizes" in sections[stage]
 
@@ -253,3 +278,149 @@ def test_readme_documents_every_flag():
   assert {"stages", "smoke", "force", "stage_timeout"} <= set(names)
   undocumented = [n for n in names if f"`--{n}" not in readme and f"`--no{n}`" not in readme]
   assert undocumented == []
+
+
+# python -m experiments.reproduce whose one stage, best_of_n, is a cheap fake: it sleeps
+# $FAKE_SLEEP seconds (beside a worker process), fails where $FAKE_FAIL is set, and
+# writes results.csv holding the seed and MAXK_SMOKE it ran with.
+_FAKE_STAGE = """
+import os, subprocess, sys, time
+out = sys.argv[1].split("=", 1)[1]
+with open(os.path.join(out, "stage.pid"), "w") as f:
+  f.write(str(os.getpid()))
+sleep = os.environ.get("FAKE_SLEEP", "0")
+worker = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({sleep})"])
+with open(os.path.join(out, "worker.pid"), "w") as f:
+  f.write(str(worker.pid))
+time.sleep(float(sleep))
+if os.environ.get("FAKE_FAIL"):
+  sys.exit(2)
+with open(os.path.join(out, "results.csv"), "w") as f:
+  f.write(f"seed,smoke\\n{sys.argv[2]},{os.environ['MAXK_SMOKE']}\\n")
+"""
+_LAUNCHER = """
+import runpy
+from experiments.reproduce import stages as stages_lib
+
+def fake_stages(*, seed, smoke):
+  env = (("MAXK_SMOKE", "1" if smoke else "0"),)
+  flags = (f"--config.seed={seed}",)
+  return [stages_lib.Stage("best_of_n", "a fake stage", "fake_stage", flags, 1,
+                           out_flag="workdir", env=env, smoke=smoke)]
+
+stages_lib.stages = fake_stages
+runpy.run_module("experiments.reproduce", run_name="__main__", alter_sys=True)
+"""
+
+
+def _fake_reproduce(tmp_path, *args, env=(), popen=False):
+  """``python -m experiments.reproduce --stages=best_of_n ARGS`` with the fake stage."""
+  (tmp_path / "fake_stage.py").write_text(_FAKE_STAGE)
+  (tmp_path / "launcher.py").write_text(_LAUNCHER)
+  command = [sys.executable, str(tmp_path / "launcher.py"), "--stages=best_of_n", *args]
+  path = os.pathsep.join([REPO_ROOT, str(tmp_path), os.environ.get("PYTHONPATH", "")])
+  full_env = {**os.environ, "PYTHONPATH": path, "JAX_PLATFORMS": "cpu", **dict(env)}
+  kwargs = dict(cwd=REPO_ROOT, env=full_env, text=True)
+  if popen:
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+  return subprocess.run(command, capture_output=True, timeout=WAIT_S, check=False, **kwargs)
+
+
+def _files(folder):
+  return {
+    os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
+    for d, _, files in os.walk(folder)
+    for f in files
+  }
+
+
+def _lines(text):
+  return [line for line in text.splitlines() if line.strip()]
+
+
+def test_finished_results_of_other_settings_are_never_replaced_without_force(tmp_path):
+  out = tmp_path / "reproduce"
+  full = _fake_reproduce(tmp_path, f"--workdir={out}")  # A full-size run.
+  assert full.returncode == 0, full.stderr
+  assert (out / "best_of_n" / "results.csv").read_text() == "seed,smoke\n--config.seed=0,0\n"
+  before = _files(out)
+  for args in (["--smoke"], ["--seed=1"], ["--smoke", "--stage_timeout=5"]):
+    proc = _fake_reproduce(tmp_path, f"--workdir={out}", *args)
+    assert proc.returncode == 1 and proc.stdout == "", (args, proc.stdout, proc.stderr)
+    (line,) = _lines(proc.stderr)
+    assert line.startswith("experiments.reproduce: ") and "finished results of best_of_n" in line
+    assert "--force" in line and "Traceback" not in line
+    assert _files(out) == before, args  # Not one byte written or deleted.
+  # --force replaces them.
+  proc = _fake_reproduce(tmp_path, f"--workdir={out}", "--smoke", "--force")
+  assert proc.returncode == 0, proc.stderr
+  assert (out / "best_of_n" / "results.csv").read_text() == "seed,smoke\n--config.seed=0,1\n"
+  # A failed stage has no finished results: another seed reruns it without --force.
+  failed = _fake_reproduce(
+    tmp_path, f"--workdir={out}", "--seed=3", "--force", env={"FAKE_FAIL": "1"}
+  )
+  assert failed.returncode == 1 and "best_of_n: FAILED (exit code 2" in failed.stderr
+  proc = _fake_reproduce(tmp_path, f"--workdir={out}", "--seed=4")
+  assert proc.returncode == 0, proc.stderr
+  assert (out / "best_of_n" / "results.csv").read_text() == "seed,smoke\n--config.seed=4,0\n"
+
+
+def _alive(pid):
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # A zombie has ended.
+  except FileNotFoundError:
+    return False
+
+
+def _wait_for(predicate, seconds=WAIT_S):
+  deadline = time.monotonic() + seconds
+  while not predicate():
+    assert time.monotonic() < deadline, "timed out"
+    time.sleep(0.05)
+
+
+def test_ctrl_c_stops_the_stage_and_says_how_to_go_on_in_one_line(tmp_path):
+  out = tmp_path / "reproduce"
+  proc = _fake_reproduce(tmp_path, f"--workdir={out}", env={"FAKE_SLEEP": "120"}, popen=True)
+  worker_file = out / "best_of_n" / "worker.pid"
+  _wait_for(lambda: worker_file.exists() and worker_file.read_text() != "")
+  pids = [int((out / "best_of_n" / name).read_text()) for name in ("stage.pid", "worker.pid")]
+  proc.send_signal(signal.SIGINT)
+  stdout, stderr = proc.communicate(timeout=WAIT_S)
+  assert proc.returncode == 130, stderr
+  (line,) = _lines(stderr)
+  assert "Traceback" not in stderr
+  assert line == (
+    "experiments.reproduce: interrupted while stage best_of_n ran (stopped; its folder is "
+    "not kept as finished). To go on, rerun the same command: finished stages are reused."
+  )
+  for pid in pids:  # The stage and the process it started are stopped: no orphan.
+    _wait_for(lambda: not _alive(pid), seconds=10)
+  record = runner.read_record(str(out / "best_of_n"))
+  assert record.status == "FAILED (interrupted; see best_of_n/log.txt)"
+  assert not (out / "best_of_n" / "results.csv").exists()
+  # Rerunning the same command goes on: the interrupted stage runs again.
+  again = _fake_reproduce(tmp_path, f"--workdir={out}")
+  assert again.returncode == 0 and "best_of_n: ok in" in again.stdout, again.stderr
+
+
+def test_reused_stages_keep_their_measured_seconds_also_in_a_copied_folder(tmp_path):
+  first = tmp_path / "a"
+  proc = _fake_reproduce(tmp_path, f"--workdir={first}", env={"FAKE_SLEEP": "2"})
+  assert proc.returncode == 0, proc.stderr
+  record = runner.read_record(str(first / "best_of_n"))
+  assert record.seconds >= 2  # The stage slept 2 s.
+  assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", record.ended)
+  copy = tmp_path / "b"
+  shutil.copytree(first, copy)
+  for out in (first, copy):
+    again = _fake_reproduce(tmp_path, f"--workdir={out}", env={"FAKE_SLEEP": "2"})
+    assert again.returncode == 0, again.stderr
+    reused = f"reused (ran {record.ended}, {record.seconds:.0f} s)"
+    assert f"best_of_n: {reused} in 0 s" in again.stdout
+    md = (out / "index.md").read_text()
+    assert f"| [best_of_n](#best_of_n) | {reused} | full | {record.seconds:.0f} |" in md
+    this_run = float(re.search(r" in (\d+) s; the results shown took (\d+) s", md).group(1))
+    assert this_run < record.seconds
+    assert f"the results shown took {record.seconds:.0f} s when their stages ran." in md

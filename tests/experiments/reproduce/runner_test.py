@@ -1,8 +1,11 @@
 """Running a stage: its progress display (our progress, not library logs), its time
 limit, and when its finished outputs are reused."""
 
+import dataclasses
+import json
 import os
 import re
+import shutil
 import sys
 import time
 
@@ -140,12 +143,14 @@ def test_a_stage_is_reused_only_when_its_identity_matches(tmp_path):
   assert _run(smoke, out, tmp_path)[0] == "ok" and results.read_text().split()[1] == "1,None"
   assert _run(smoke, out, tmp_path)[0] == "reused"
   assert _run(full, out, tmp_path)[0] == "ok" and results.read_text().split()[1] == "0,None"
-  assert runner.read_record(str(out / "fake")) == runner.StageRecord(
+  record = runner.read_record(str(out / "fake"))
+  assert dataclasses.replace(record, seconds=0.0, ended="") == runner.StageRecord(
     runner.identity(full, str(out), {"JAX_PLATFORMS": "cpu"}),
     "MAXK_SMOKE=0 python -m fake_stage --out_dir=fake --seed=0",
     False,
     "ok",
   )
+  assert 0 < record.seconds < 60 and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", record.ended)
   # An output of an earlier stage that it reads: rerun when it appears or changes.
   reader = _fake_stage(tmp_path, inputs=(("FAKE_INPUT", "lm/results.csv"),))
   assert _run(reader, out, tmp_path)[0] == "ok"
@@ -178,3 +183,82 @@ def test_a_killed_stage_says_which_limit_and_keeps_its_output_off_the_terminal(
   shown = [line.strip() for line in terminal.split("\r") if line.strip()]
   assert shown and all(re.fullmatch(r"\d+ s \|( step 3/10)?", line) for line in shown), shown
   assert errors == ""
+
+
+def test_a_copied_reproduction_folder_is_reused(tmp_path):
+  # The stage reads an earlier stage's output, so its identity names a file of the folder.
+  stage = _fake_stage(tmp_path, inputs=(("FAKE_INPUT", "lm/results.csv"),))
+  a, b = tmp_path / "a", tmp_path / "b"
+  (a / "lm").mkdir(parents=True)
+  (a / "lm" / "results.csv").write_text("seed\n0\n")
+  assert _run(stage, a, tmp_path)[0] == "ok"
+  shutil.copytree(a, b)
+  assert _run(stage, b, tmp_path)[0] == "reused"
+  shutil.move(str(a), str(tmp_path / "moved"))
+  assert _run(stage, tmp_path / "moved", tmp_path)[0] == "reused"
+
+
+def test_an_identity_holds_no_absolute_path_of_the_folder_or_the_checkout(tmp_path):
+  out = tmp_path / "reproduce"
+  (out / "lm").mkdir(parents=True)
+  (out / "lm" / "results.csv").write_text("seed\n0\n")
+  for smoke in (False, True):
+    for stage in stages_lib.stages(seed=0, smoke=smoke):
+      text = runner.identity(stage, str(out), {}, cwd=runner.ROOT)
+      assert str(tmp_path) not in text and runner.ROOT not in text, text
+      assert re.search(rf" --workdir={stage.name}(\s|$)", text), text
+  # An interpreter inside the checkout (its virtual environment) moves with it.
+  venv = os.path.dirname(os.path.dirname(sys.executable))
+  assert runner._interpreter(root=venv) == sys.executable[len(venv) + 1 :]
+  assert runner._interpreter(root=str(tmp_path)) == sys.executable
+
+
+def test_would_replace_only_finished_outputs_of_another_identity(tmp_path):
+  (tmp_path / "fake_stage.py").write_text(_FAKE_STAGE)
+  (tmp_path / "cfg.py").write_text("SIZE = 1\n")
+
+  def stage(smoke, seed=0):
+    flags = ("--config=cfg.py" + (":smoke" if smoke else ""), f"--seed={seed}")
+    env = (("MAXK_SMOKE", "1" if smoke else "0"),)
+    return stages_lib.Stage("fake", "a fake stage", "fake_stage", flags, 1, env=env, smoke=smoke)
+
+  out = tmp_path / "out"
+
+  def replaces(s):
+    env = reproduction.stage_env(s, str(out), base=os.environ)
+    return runner.would_replace(s, str(out), env, cwd=str(tmp_path))
+
+  assert not replaces(stage(False))  # Nothing there yet.
+  assert _run(stage(False), out, tmp_path)[0] == "ok"  # Full size, finished.
+  assert not replaces(stage(False))  # The same identity: reused, not replaced.
+  assert replaces(stage(True)) and replaces(stage(False, seed=1))
+  (tmp_path / "cfg.py").write_text("SIZE = 2\n")  # An edited config.
+  assert replaces(stage(False))
+  # A stage that failed, or was interrupted (no record), holds no finished outputs.
+  record = runner.read_record(str(out / "fake"))
+  runner._write_record(str(out / "fake"), dataclasses.replace(record, status="FAILED (x)"))
+  assert not replaces(stage(True))
+  os.remove(out / "fake" / runner.RECORD_FILE)
+  assert not replaces(stage(True))
+
+
+def test_a_folder_of_a_version_before_relative_identities_is_reused_not_refused(tmp_path):
+  # Records of older versions held the interpreter and the stage folder as absolute
+  # paths (and no seconds): rerunning README's command over such a folder must not
+  # refuse or rerun its finished stages.
+  stage = _fake_stage(tmp_path)
+  out = tmp_path / "out"
+  assert _run(stage, out, tmp_path)[0] == "ok"
+  path = out / "fake" / runner.RECORD_FILE
+  record = json.loads(path.read_text())
+  lines = record["identity"].split("\n")
+  absolute = [sys.executable, "-m", "fake_stage", f"--out_dir={out / 'fake'}", "--seed=0"]
+  assert lines[0] == " ".join([runner._interpreter(), *absolute[1:3], "--out_dir=fake", "--seed=0"])
+  record["identity"] = "\n".join([" ".join(absolute), *lines[1:]])
+  del record["seconds"], record["ended"]
+  path.write_text(json.dumps(record))
+  env = reproduction.stage_env(stage, str(out), base=os.environ)
+  assert not runner.would_replace(stage, str(out), env, cwd=str(tmp_path))
+  assert _run(stage, out, tmp_path)[0] == "reused"
+  other = dataclasses.replace(stage, flags=("--seed=1",))  # Other settings: still refused.
+  assert runner.would_replace(other, str(out), env, cwd=str(tmp_path))
