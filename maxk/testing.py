@@ -10,11 +10,17 @@ from maxk._src.gradient_check import GradientBias
 from maxk._src.gradient_check import exact_gradient
 from maxk._src.gradient_check import expected_gradient
 from maxk._src.gradient_check import gradient_bias
+from maxk._src.gradient_moments import MAX_COUNT_VECTORS
+from maxk._src.gradient_moments import GradientMoments
+from maxk._src.gradient_moments import gradient_moments
 
 __all__ = (
+  "MAX_COUNT_VECTORS",
   "MAX_TUPLES",
   "GradientBias",
+  "GradientMoments",
   "exact_gradient",
   "expected_gradient",
   "gradient_bias",
+  "gradient_moments",
 )
