@@ -97,19 +97,8 @@ class GradientMoments:
 
 def _policies(probs: npt.ArrayLike, rewards: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
   """probs and rewards as float64 [P, A] (P = 1 for 1-D input), validated."""
-  p = np.asarray(probs, dtype=np.float64)
-  r = np.asarray(rewards, dtype=np.float64)
-  if p.ndim not in (1, 2) or p.size < 1:
-    raise ValueError(
-      f"probs must be a non-empty [A] or [P, A] array of arm probabilities, got shape {p.shape}"
-    )
-  if not np.all(np.isfinite(p)) or np.any(p < 0) or np.any(np.abs(p.sum(axis=-1) - 1.0) > 1e-9):
-    raise ValueError(f"probs must be finite, non-negative and sum to 1 per prompt, got {p}")
-  if r.shape != p.shape:
-    raise ValueError(f"rewards must have the shape of probs {p.shape}, got {r.shape}")
-  if not np.all(np.isfinite(r)):
-    raise ValueError(f"rewards must be finite, got {r}")
-  return p.reshape(-1, p.shape[-1]), r.reshape(-1, p.shape[-1])
+  p, r = gradient_check._policy(probs, rewards)
+  return np.atleast_2d(p), np.atleast_2d(r)
 
 
 def _positive_int(value: object, name: str, minimum: int) -> int:
@@ -382,8 +371,7 @@ def gradient_moments(
   num_groups = _positive_int(num_groups, "num_groups", 2)
   exact = None
   if weights is not None:
-    w = gradient_check._check_weights(weights)
-    exact = np.stack([gradient_check.exact_gradient(p_a, r_a, w) for p_a, r_a in zip(p, r)])
+    exact = gradient_check.exact_gradient(p, r, weights)
   _check_equivariant(advantage_fn, p, r, n, batched)
   support = np.count_nonzero(p > 0, axis=1)
   total = math.prod(math.comb(n + int(s) - 1, int(s) - 1) for s in support)
