@@ -322,9 +322,9 @@ def gradient_moments(
   exchangeable, so a trainer's estimator is equivariant, and one that is not is
   usually reducing over the wrong axis.
 
-  ``advantage_fn`` is called in chunks of at most 2^14 groups ([T, n] float64 rewards,
-  or [T, P, n] for a batch), every call of one run with the same T, so that a jitted
-  JAX function compiles once.  The cost is about linear in (count vectors) × n: at
+  ``advantage_fn`` is called in chunks of at most 2^14 groups and 2^20 rewards ([T, n]
+  float64 rewards, or [T, P, n] for a batch), every call of one run with the same T, so
+  that a jitted JAX function compiles once.  The cost is about linear in (count vectors) × n: at
   (A = 4, n = 64), 47,905 count vectors, and at (A = 8, n = 16), 245,157, a call takes
   under a second on 2 shared CPU cores with RLOO, GRPO or max@k advantages, and a few
   seconds near the cap (``python -m benchmarks.gradient_moments`` prints the table).
@@ -362,7 +362,7 @@ def gradient_moments(
       lambda r: maxk.max_at_k_advantages(r, 4, baseline="loo"),
       probs=[0.5, 0.3, 0.2], rewards=[0.0, 0.5, 1.0], n=32,
       weights=maxk.rank_weights("max", 4))
-    print(moments.method, moments.trace, moments.mse)  # exact: 561 count vectors
+    print(moments.method, moments.trace, moments.mse)  # exact, over 561 count vectors
   """
   batched = np.ndim(probs) == 2
   p, r = _policies(probs, rewards)
