@@ -270,17 +270,17 @@ def _monte_carlo(
   r_PxA: np.ndarray,
   n: int,
   batched: bool,
-  num_groups: int,
+  num_samples: int,
   seed: int,
   exact: np.ndarray | None,
 ) -> tuple[_Moments, float]:
-  """Moments of ``num_groups`` sampled groups, and the mean of ‖ĝ − exact‖² over them."""
+  """Moments of ``num_samples`` sampled groups, and the mean of ‖ĝ − exact‖² over them."""
   rng = np.random.default_rng(seed)
   num_prompts, num_arms = p_PxA.shape
-  rows = _rows_per_call(num_prompts, n, num_groups)
+  rows = _rows_per_call(num_prompts, n, num_samples)
   moments = _Moments(num_prompts * num_arms)
   squared_error = 0.0
-  for start, stop in _chunks(num_groups, rows):
+  for start, stop in _chunks(num_samples, rows):
     y = np.stack([rng.choice(num_arms, size=(rows, n), p=p) for p in p_PxA], axis=1)
     r = r_PxA[np.arange(num_prompts)[None, :, None], y]
     a = _call(advantage_fn, r, rows, batched)
@@ -288,7 +288,7 @@ def _monte_carlo(
     moments.add(g, np.ones(stop - start))
     if exact is not None:
       squared_error += float(np.sum((g - exact.reshape(-1)) ** 2))
-  return moments, squared_error / num_groups
+  return moments, squared_error / num_samples
 
 
 def gradient_moments(
@@ -299,7 +299,7 @@ def gradient_moments(
   *,
   weights: npt.ArrayLike | None = None,
   max_count_vectors: int = MAX_COUNT_VECTORS,
-  num_groups: int = 200_000,
+  num_samples: int = 200_000,
   seed: int = 0,
 ) -> GradientMoments:
   """Mean and covariance of a group's estimate ĝ = Σ_i a_i ∇_logits log π(y_i), exactly.
@@ -311,7 +311,7 @@ def gradient_moments(
   docstring), which is exact for any permutation-equivariant ``advantage_fn`` and far
   fewer terms than the A^n outcome tuples :func:`gradient_bias` enumerates.  Where the
   count vectors (their product over prompts, for a batch) are more than
-  ``max_count_vectors``, the moments are Monte Carlo estimates over ``num_groups``
+  ``max_count_vectors``, the moments are Monte Carlo estimates over ``num_samples``
   sampled groups.
 
   Equivariance is checked first, in every method: ``advantage_fn`` is called on 8
@@ -344,7 +344,7 @@ def gradient_moments(
       (RLOO's ĝ follows n·∇E[r]: weights ``[n]``).
     max_count_vectors: enumerate when there are at most this many count vectors
       (``MAX_COUNT_VECTORS``, 2^20, by default); 0 forces Monte Carlo.
-    num_groups: groups sampled for Monte Carlo.
+    num_samples: groups sampled for Monte Carlo.
     seed: the Monte Carlo seed.
 
   Returns:
@@ -352,7 +352,7 @@ def gradient_moments(
 
   Raises:
     ValueError: bad ``probs``/``rewards``/``n``/``weights``/``max_count_vectors``/
-      ``num_groups``, or an ``advantage_fn`` that is not permutation equivariant,
+      ``num_samples``, or an ``advantage_fn`` that is not permutation equivariant,
       returns another shape or returns non-finite values.
 
   Example::
@@ -368,7 +368,7 @@ def gradient_moments(
   p, r = _policies(probs, rewards)
   n = gradient_check._check_n(n)
   max_count_vectors = _positive_int(max_count_vectors, "max_count_vectors", 0)
-  num_groups = _positive_int(num_groups, "num_groups", 2)
+  num_samples = _positive_int(num_samples, "num_samples", 2)
   exact = None
   if weights is not None:
     exact = gradient_check.exact_gradient(p, r, weights)
@@ -383,11 +383,11 @@ def gradient_moments(
     mean_squared_error = None
   else:
     moments, mean_squared_error = _monte_carlo(
-      advantage_fn, p, r, n, batched, num_groups, seed, exact
+      advantage_fn, p, r, n, batched, num_samples, seed, exact
     )
-    covariance = moments.centred / (num_groups - 1)
-    mean_se = np.sqrt(np.diag(covariance) / num_groups).reshape(p.shape)
-    method = f"monte carlo ({num_groups} groups)"
+    covariance = moments.centred / (num_samples - 1)
+    mean_se = np.sqrt(np.diag(covariance) / num_samples).reshape(p.shape)
+    method = f"monte carlo ({num_samples} groups)"
   shape = p.shape if batched else p.shape[1:]
   mean = moments.mean.reshape(shape)
   trace = float(np.trace(covariance))

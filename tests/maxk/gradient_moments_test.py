@@ -195,7 +195,7 @@ def test_monte_carlo_agrees_with_the_count_vectors_beyond_tuples(name):
   assert exact.method == "exact" and 4**n > testing.MAX_TUPLES
   mc = testing.gradient_moments(
     fn, probs, rewards, n, weights=maxk.rank_weights("max", 2), max_count_vectors=0,
-    num_groups=50_000, seed=1,
+    num_samples=50_000, seed=1,
   )  # fmt: skip
   assert mc.method == "monte carlo (50000 groups)"
   assert np.all(mc.mean_se > 0)
@@ -204,7 +204,7 @@ def test_monte_carlo_agrees_with_the_count_vectors_beyond_tuples(name):
   np.testing.assert_allclose(np.diag(mc.covariance), np.diag(exact.covariance), rtol=0.03)
   assert mc.mse == pytest.approx(exact.mse, rel=0.03)
   again = testing.gradient_moments(
-    fn, probs, rewards, n, max_count_vectors=0, num_groups=50_000, seed=1
+    fn, probs, rewards, n, max_count_vectors=0, num_samples=50_000, seed=1
   )
   np.testing.assert_array_equal(again.mean, mc.mean)  # The same seed, the same answer.
 
@@ -213,7 +213,7 @@ def test_monte_carlo_on_a_batch():
   p = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
   r = np.array([[0.0, 1.0, 1.0], [2.0, -1.0, 0.5]])
   exact = testing.gradient_moments(_shared_baseline, p, r, 4)
-  mc = testing.gradient_moments(_shared_baseline, p, r, 4, max_count_vectors=10, num_groups=40_000)
+  mc = testing.gradient_moments(_shared_baseline, p, r, 4, max_count_vectors=10, num_samples=40_000)
   assert exact.method == "exact" and mc.method.startswith("monte carlo")
   assert mc.mean.shape == (2, 3) and mc.covariance.shape == (6, 6)
   assert np.all(np.abs(mc.mean - exact.mean) <= 3 * mc.mean_se)
@@ -224,12 +224,12 @@ def test_the_cap_counts_count_vectors_of_the_support():
   # 3 arms, one never drawn: C(6 + 1, 1) = 7 count vectors, not C(8, 2) = 28.
   probs, rewards = [0.5, 0.0, 0.5], [0.0, 1.0, 2.0]
   assert testing.gradient_moments(_rloo, probs, rewards, 6, max_count_vectors=7).method == "exact"
-  capped = testing.gradient_moments(_rloo, probs, rewards, 6, max_count_vectors=6, num_groups=100)
+  capped = testing.gradient_moments(_rloo, probs, rewards, 6, max_count_vectors=6, num_samples=100)
   assert capped.method == "monte carlo (100 groups)"
   # A batch: the product of the prompts' counts, 7 · 7.
   batch = [probs, probs], [rewards, rewards], 6
   assert testing.gradient_moments(_rloo, *batch, max_count_vectors=49).method == "exact"
-  over = testing.gradient_moments(_rloo, *batch, max_count_vectors=48, num_groups=100)
+  over = testing.gradient_moments(_rloo, *batch, max_count_vectors=48, num_samples=100)
   assert over.method == "monte carlo (100 groups)"
 
 
@@ -285,7 +285,7 @@ def test_bad_input_is_named():
     (([0.5, 0.5], [0.0, 1.0], 2.0), {}, "n must"),
     (([0.5, 0.5], [0.0, 1.0], True), {}, "n must"),
     (([0.5, 0.5], [0.0, 1.0], 3), {"weights": []}, "weights"),
-    (([0.5, 0.5], [0.0, 1.0], 3), {"num_groups": 1}, "num_groups"),
+    (([0.5, 0.5], [0.0, 1.0], 3), {"num_samples": 1}, "num_samples"),
     (([0.5, 0.5], [0.0, 1.0], 3), {"max_count_vectors": -1}, "max_count_vectors"),
   ]
   for args, kwargs, match in cases:
