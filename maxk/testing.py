@@ -1,8 +1,11 @@
-"""Check any advantage function for bias: exact expectations over all outcome tuples.
+"""Check any advantage function for bias and variance: exact expectations by enumeration.
 
 ``maxk.testing`` measures an advantage function (rewards [..., n] -> advantages
 [..., n], written in NumPy or JAX) against the exact policy gradient of a rank
-objective (max@k, pass@k, any ``maxk.rank_weights``) on a small softmax policy.
+objective (max@k, pass@k, any ``maxk.rank_weights``) on a small softmax policy
+(``gradient_bias``, over all outcome tuples), and gives the exact mean and covariance
+of its gradient estimate (``gradient_moments``, over count vectors), for one prompt or a
+batch of prompts.
 """
 
 from maxk._src.gradient_check import MAX_TUPLES
@@ -10,11 +13,17 @@ from maxk._src.gradient_check import GradientBias
 from maxk._src.gradient_check import exact_gradient
 from maxk._src.gradient_check import expected_gradient
 from maxk._src.gradient_check import gradient_bias
+from maxk._src.gradient_moments import MAX_COUNT_VECTORS
+from maxk._src.gradient_moments import GradientMoments
+from maxk._src.gradient_moments import gradient_moments
 
 __all__ = (
+  "MAX_COUNT_VECTORS",
   "MAX_TUPLES",
   "GradientBias",
+  "GradientMoments",
   "exact_gradient",
   "expected_gradient",
   "gradient_bias",
+  "gradient_moments",
 )

@@ -51,6 +51,8 @@ AdvantageFn = Callable[[np.ndarray], npt.ArrayLike]
 class GradientBias:
   """What :func:`gradient_bias` found.
 
+  For a batch (``probs`` [P, A]) every [A] below is [P, A].
+
   Attributes:
     expected: [A] E[ĝ], the advantage function's expected gradient w.r.t. the logits.
     exact: [A] ∇J, the objective's exact gradient w.r.t. the logits.
@@ -62,7 +64,7 @@ class GradientBias:
     verdict: "unbiased"; "unbiased up to a factor c" (expected = c·exact with c > 0
       and c != 1: it ascends the objective, at another step size, as a z-scored or
       rescaled estimator does); or "biased".
-    method: "exact" (all A^n tuples enumerated) or "monte carlo (m groups)".
+    method: "exact" (all A^n, or A^(P·n), tuples enumerated) or "monte carlo (m groups)".
   """
 
   expected: np.ndarray
@@ -77,14 +79,15 @@ class GradientBias:
 
 
 def _policy(probs: npt.ArrayLike, rewards: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+  """probs and rewards as float64 arrays of one shape, [A] or [P, A], validated."""
   p = np.asarray(probs, dtype=np.float64)
   r = np.asarray(rewards, dtype=np.float64)
-  if p.ndim != 1 or p.size < 1:
+  if p.ndim not in (1, 2) or p.size < 1:
     raise ValueError(
-      f"probs must be a non-empty 1-D array of arm probabilities, got shape {p.shape}"
+      f"probs must be a non-empty [A] or [P, A] array of arm probabilities, got shape {p.shape}"
     )
-  if not np.all(np.isfinite(p)) or np.any(p < 0) or abs(p.sum() - 1.0) > 1e-9:
-    raise ValueError(f"probs must be finite, non-negative and sum to 1, got {p}")
+  if not np.all(np.isfinite(p)) or np.any(p < 0) or np.any(np.abs(p.sum(axis=-1) - 1.0) > 1e-9):
+    raise ValueError(f"probs must be finite, non-negative and sum to 1 per prompt, got {p}")
   if r.shape != p.shape:
     raise ValueError(f"rewards must have the shape of probs {p.shape}, got {r.shape}")
   if not np.all(np.isfinite(r)):
@@ -118,38 +121,64 @@ def _advantages(advantage_fn: AdvantageFn, r_TxN: np.ndarray) -> np.ndarray:
 
 
 def _scores(
-  advantage_fn: AdvantageFn, p: np.ndarray, r: np.ndarray, y_TxN: np.ndarray
+  advantage_fn: AdvantageFn,
+  p_PxA: np.ndarray,
+  r_PxA: np.ndarray,
+  y_TxPxN: np.ndarray,
+  batched: bool,
 ) -> np.ndarray:
-  """ĝ = Σ_i a_i (e_{y_i} − π) of each group of outcomes y_TxN: [T, A]."""
-  a_TxN = _advantages(advantage_fn, r[y_TxN])
-  g_TxA = np.zeros((y_TxN.shape[0], p.size))
-  np.add.at(g_TxA, (np.arange(y_TxN.shape[0])[:, None], y_TxN), a_TxN)
-  return g_TxA - a_TxN.sum(axis=1, keepdims=True) * p
+  """ĝ = Σ_i a_i (e_{y_i} − π) of each group of outcomes, per prompt: [T, P·A].
+
+  ``advantage_fn`` sees rewards [T, P, n] for a batch and [T, n] for one prompt.
+  """
+  t, num_prompts, _ = y_TxPxN.shape
+  r_TxPxN = r_PxA[np.arange(num_prompts)[:, None], y_TxPxN]
+  a_TxPxN = _advantages(advantage_fn, r_TxPxN if batched else r_TxPxN[:, 0])
+  a_TxPxN = a_TxPxN.reshape(r_TxPxN.shape)
+  g_TxPxA = np.zeros((t, num_prompts, p_PxA.shape[1]))
+  index = (np.arange(t)[:, None, None], np.arange(num_prompts)[None, :, None], y_TxPxN)
+  np.add.at(g_TxPxA, index, a_TxPxN)
+  g_TxPxA -= a_TxPxN.sum(axis=-1, keepdims=True) * p_PxA
+  return g_TxPxA.reshape(t, -1)
 
 
-def _tuples(num_arms: int, n: int, start: int, stop: int) -> np.ndarray:
-  """Outcome tuples number start..stop−1 in base num_arms: [stop − start, n]."""
+def _tuples(num_arms: int, length: int, start: int, stop: int) -> np.ndarray:
+  """Outcome tuples number start..stop−1 in base num_arms: [stop − start, length]."""
   index = np.arange(start, stop, dtype=np.int64)
-  digits = num_arms ** np.arange(n - 1, -1, -1, dtype=np.int64)
+  digits = num_arms ** np.arange(length - 1, -1, -1, dtype=np.int64)
   return (index[:, None] // digits) % num_arms
 
 
 def _exact_moments(
-  advantage_fn: AdvantageFn, p: np.ndarray, r: np.ndarray, n: int
+  advantage_fn: AdvantageFn, p_PxA: np.ndarray, r_PxA: np.ndarray, n: int, batched: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-  mean, second = np.zeros(p.size), np.zeros(p.size)
-  log_p = np.log(np.where(p > 0, p, 1.0))
-  for start in range(0, p.size**n, _CHUNK):
-    y_TxN = _tuples(p.size, n, start, min(start + _CHUNK, p.size**n))
-    possible = np.all(p[y_TxN] > 0, axis=1)  # Arms of probability 0 are never drawn.
-    y_TxN = y_TxN[possible]
-    if y_TxN.size == 0:
+  """E[ĝ] and Var[ĝ] per logit over all A^(P·n) outcome tuples: [P·A] each."""
+  (num_prompts, num_arms), length = p_PxA.shape, p_PxA.shape[0] * n
+  mean, second = np.zeros(p_PxA.size), np.zeros(p_PxA.size)
+  log_p = np.log(np.where(p_PxA > 0, p_PxA, 1.0))
+  prompt = np.arange(num_prompts)[:, None]
+  for start in range(0, num_arms**length, _CHUNK):
+    y_TxPxN = _tuples(num_arms, length, start, min(start + _CHUNK, num_arms**length))
+    y_TxPxN = y_TxPxN.reshape(-1, num_prompts, n)
+    possible = np.all(p_PxA[prompt, y_TxPxN] > 0, axis=(1, 2))  # Probability-0 arms never come.
+    y_TxPxN = y_TxPxN[possible]
+    if y_TxPxN.size == 0:
       continue
-    prob_T = np.exp(log_p[y_TxN].sum(axis=1))
-    g_TxA = _scores(advantage_fn, p, r, y_TxN)
-    mean += prob_T @ g_TxA
-    second += prob_T @ g_TxA**2
+    prob_T = np.exp(log_p[prompt, y_TxPxN].sum(axis=(1, 2)))
+    g_TxD = _scores(advantage_fn, p_PxA, r_PxA, y_TxPxN, batched)
+    mean += prob_T @ g_TxD
+    second += prob_T @ g_TxD**2
   return mean, np.maximum(second - mean**2, 0.0)
+
+
+def _check_tuples(num_arms: int, n: int, num_prompts: int) -> None:
+  if num_arms ** (n * num_prompts) > MAX_TUPLES:
+    power = f"{num_arms}^{n}" if num_prompts == 1 else f"{num_arms}^({n}·{num_prompts})"
+    raise ValueError(
+      f"n={n} with {num_arms} arms and {num_prompts} prompt(s) is {power} outcome tuples, "
+      f"more than {MAX_TUPLES}; use gradient_bias, which falls back to Monte Carlo, or "
+      "gradient_moments, which enumerates count vectors"
+    )
 
 
 def expected_gradient(
@@ -159,17 +188,22 @@ def expected_gradient(
 
   The policy is π = softmax(logits) with probabilities ``probs`` over A arms; arm a
   always earns ``rewards[a]``.  All A^n tuples of n i.i.d. draws are enumerated and
-  ``advantage_fn`` is called on their rewards in batches ([T, n] float64 arrays).
+  ``advantage_fn`` is called on their rewards in batches ([T, n] float64 arrays).  A
+  batch of P prompts (``probs`` [P, A], each prompt drawing its own n samples) is
+  enumerated over all A^(P·n) outcome tuples, and ``advantage_fn`` sees all prompts at
+  once ([T, P, n]).
 
   Args:
-    advantage_fn: any callable from rewards [..., n] to advantages [..., n] (NumPy or
-      JAX; a JAX result is converted to float64 NumPy).
-    probs: [A] arm probabilities (non-negative, summing to 1).
-    rewards: [A] each arm's reward.
-    n: samples per group; A^n must be at most ``maxk.testing.MAX_TUPLES`` (2^20).
+    advantage_fn: any callable from rewards [..., n] (a batch: [..., P, n]) to
+      advantages of the same shape (NumPy or JAX; a JAX result is converted to float64
+      NumPy).
+    probs: [A] arm probabilities (non-negative, summing to 1), or [P, A].
+    rewards: each arm's reward, the shape of ``probs``.
+    n: samples per group; A^n (a batch: A^(P·n)) must be at most
+      ``maxk.testing.MAX_TUPLES`` (2^20).
 
   Returns:
-    [A] float64 NumPy array: the expected gradient w.r.t. the logits.
+    [A] (a batch: [P, A]) float64 NumPy array: the expected gradient w.r.t. the logits.
 
   Raises:
     ValueError: bad ``probs``/``rewards``/``n``, too many tuples, or an
@@ -177,34 +211,12 @@ def expected_gradient(
   """
   p, r = _policy(probs, rewards)
   n = _check_n(n)
-  if p.size**n > MAX_TUPLES:
-    raise ValueError(
-      f"n={n} with {p.size} arms is {p.size}^{n} outcome tuples, more than {MAX_TUPLES}; "
-      "use gradient_bias, which falls back to Monte Carlo"
-    )
-  return _exact_moments(advantage_fn, p, r, n)[0]
+  p_PxA, r_PxA = np.atleast_2d(p), np.atleast_2d(r)
+  _check_tuples(p.shape[-1], n, p_PxA.shape[0])
+  return _exact_moments(advantage_fn, p_PxA, r_PxA, n, p.ndim == 2)[0].reshape(p.shape)
 
 
-def exact_gradient(
-  probs: npt.ArrayLike, rewards: npt.ArrayLike, weights: npt.ArrayLike
-) -> np.ndarray:
-  """∇_logits of the rank objective J = E[Σ_j w_j X_(j:k)] of a softmax policy, exactly.
-
-  X_(j:k) is the j-th smallest reward among k = len(weights) i.i.d. draws; weights
-  as from :func:`maxk.rank_weights` (max@k: ``rank_weights("max", k)``, which with
-  0/1 rewards is pass@k).  Computed in float64 from the closed form in this module's
-  docstring (ties allowed; O(A k)).
-
-  Args:
-    probs: [A] arm probabilities.
-    rewards: [A] each arm's reward.
-    weights: [k] the objective's weight per rank, smallest first.
-
-  Returns:
-    [A] float64 NumPy array.
-  """
-  p, r = _policy(probs, rewards)
-  w = _check_weights(weights)
+def _exact_gradient(p: np.ndarray, r: np.ndarray, w: np.ndarray) -> np.ndarray:
   k = w.size
   order = np.argsort(r, kind="stable")
   p_sorted, r_sorted = p[order], r[order]
@@ -225,16 +237,50 @@ def exact_gradient(
   return p * (grad_p - p @ grad_p)
 
 
+def exact_gradient(
+  probs: npt.ArrayLike, rewards: npt.ArrayLike, weights: npt.ArrayLike
+) -> np.ndarray:
+  """∇_logits of the rank objective J = E[Σ_j w_j X_(j:k)] of a softmax policy, exactly.
+
+  X_(j:k) is the j-th smallest reward among k = len(weights) i.i.d. draws; weights
+  as from :func:`maxk.rank_weights` (max@k: ``rank_weights("max", k)``, which with
+  0/1 rewards is pass@k).  Computed in float64 from the closed form in this module's
+  docstring (ties allowed; O(A k)).  For a batch of P prompts the objective is the sum
+  of the prompts' objectives, so its gradient is each prompt's own.
+
+  Args:
+    probs: [A] arm probabilities, or [P, A].
+    rewards: each arm's reward, the shape of ``probs``.
+    weights: [k] the objective's weight per rank, smallest first.
+
+  Returns:
+    float64 NumPy array, the shape of ``probs``.
+  """
+  p, r = _policy(probs, rewards)
+  w = _check_weights(weights)
+  if p.ndim == 2:
+    return np.stack([_exact_gradient(p_a, r_a, w) for p_a, r_a in zip(p, r)])
+  return _exact_gradient(p, r, w)
+
+
 def _monte_carlo_moments(
-  advantage_fn: AdvantageFn, p: np.ndarray, r: np.ndarray, n: int, num_samples: int, seed: int
+  advantage_fn: AdvantageFn,
+  p_PxA: np.ndarray,
+  r_PxA: np.ndarray,
+  n: int,
+  batched: bool,
+  num_samples: int,
+  seed: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
   rng = np.random.default_rng(seed)
-  total, total_sq = np.zeros(p.size), np.zeros(p.size)
+  num_arms = p_PxA.shape[1]
+  total, total_sq = np.zeros(p_PxA.size), np.zeros(p_PxA.size)
   for start in range(0, num_samples, _CHUNK):
     size = min(_CHUNK, num_samples - start)
-    g_TxA = _scores(advantage_fn, p, r, rng.choice(p.size, size=(size, n), p=p))
-    total += g_TxA.sum(axis=0)
-    total_sq += (g_TxA**2).sum(axis=0)
+    y_TxPxN = np.stack([rng.choice(num_arms, size=(size, n), p=p) for p in p_PxA], axis=1)
+    g_TxD = _scores(advantage_fn, p_PxA, r_PxA, y_TxPxN, batched)
+    total += g_TxD.sum(axis=0)
+    total_sq += (g_TxD**2).sum(axis=0)
   mean = total / num_samples
   variance = np.maximum(total_sq / num_samples - mean**2, 0.0) * num_samples / (num_samples - 1)
   return mean, variance, np.sqrt(variance / num_samples)
@@ -255,7 +301,12 @@ def gradient_bias(
 
   Compares :func:`expected_gradient` (exact when A^n <= ``MAX_TUPLES``, else a Monte
   Carlo mean over ``num_samples`` groups drawn with ``seed``) with
-  :func:`exact_gradient` of the objective given by ``weights``.  Verdicts:
+  :func:`exact_gradient` of the objective given by ``weights``.  For a batch of P
+  prompts (``probs`` and ``rewards`` [P, A], a product policy) the objective is the sum
+  over prompts, every [A] below is [P, A], enumeration needs A^(P·n) <= ``MAX_TUPLES``,
+  ``advantage_fn`` sees all prompts at once (rewards [..., P, n]: cross-prompt
+  estimators), and the norms, the scale and the verdict are over all P·A logits.
+  Verdicts:
 
   * exact: "unbiased" when ‖bias‖ <= rtol·‖exact‖ + atol, with atol = rtol·max|r|
     (float32 advantage functions are exact to about 1e-7 relative);
@@ -266,9 +317,10 @@ def gradient_bias(
   * otherwise "biased"; ``relative_bias`` then says how large the bias is.
 
   Args:
-    advantage_fn: callable from rewards [..., n] to advantages [..., n] (NumPy or JAX).
-    probs: [A] arm probabilities of the softmax policy.
-    rewards: [A] each arm's reward (several arms may share a reward).
+    advantage_fn: callable from rewards [..., n] to advantages [..., n] (NumPy or JAX);
+      for a batch, from [..., P, n] to [..., P, n].
+    probs: [A] arm probabilities of the softmax policy, or [P, A] for P prompts.
+    rewards: each arm's reward, the shape of ``probs`` (several arms may share one).
     n: samples per group (the group size the advantage function sees).
     weights: [k] the objective's rank weights (``maxk.rank_weights("max", k)`` for
       max@k, also pass@k with 0/1 rewards).
@@ -299,13 +351,16 @@ def gradient_bias(
     raise ValueError(f"num_samples must be an int >= 2, got {num_samples!r}")
   if not (np.isfinite(rtol) and rtol > 0):
     raise ValueError(f"rtol must be positive, got {rtol!r}")
-  exact = exact_gradient(p, r, w)
-  if p.size**n <= MAX_TUPLES:
-    expected, variance = _exact_moments(advantage_fn, p, r, n)
+  batched, p_PxA, r_PxA = p.ndim == 2, np.atleast_2d(p), np.atleast_2d(r)
+  exact = exact_gradient(p, r, w).reshape(-1)
+  if p.shape[-1] ** (n * p_PxA.shape[0]) <= MAX_TUPLES:
+    expected, variance = _exact_moments(advantage_fn, p_PxA, r_PxA, n, batched)
     se = np.zeros_like(expected)
     method = "exact"
   else:
-    expected, variance, se = _monte_carlo_moments(advantage_fn, p, r, n, int(num_samples), seed)
+    expected, variance, se = _monte_carlo_moments(
+      advantage_fn, p_PxA, r_PxA, n, batched, int(num_samples), seed
+    )
     method = f"monte carlo ({int(num_samples)} groups)"
   bias = expected - exact
   norm_exact = float(np.linalg.norm(exact))
@@ -328,4 +383,15 @@ def gradient_bias(
     relative = norm_bias / norm_exact
   else:
     relative = 0.0 if norm_bias == 0 else float("inf")
-  return GradientBias(expected, exact, bias, se, variance, relative, scale, verdict, method)
+  shape = p.shape
+  return GradientBias(
+    expected.reshape(shape),
+    exact.reshape(shape),
+    bias.reshape(shape),
+    se.reshape(shape),
+    variance.reshape(shape),
+    relative,
+    scale,
+    verdict,
+    method,
+  )

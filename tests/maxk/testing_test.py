@@ -216,3 +216,79 @@ def test_bad_input_is_named():
     testing.expected_gradient(lambda r: r[..., :1], [0.5, 0.5], [0.0, 1.0], 3)
   with pytest.raises(ValueError, match="non-finite"):
     testing.expected_gradient(lambda r: np.where(r > 0, np.nan, r), [0.5, 0.5], [0.0, 1.0], 3)
+
+
+_BATCH_PROBS = np.array([[0.5, 0.3, 0.2], [0.1, 0.3, 0.6]])
+_BATCH_REWARDS = np.array([[0.0, 1.0, 1.0], [2.0, -1.0, 0.5]])
+
+
+def _batch_z_score(r):  # A cross-prompt advantage: z-scored over every prompt's samples.
+  return (r - r.mean(axis=(-2, -1), keepdims=True)) / (r.std(axis=(-2, -1), keepdims=True) + 0.1)
+
+
+def test_a_batch_expected_gradient_equals_a_loop_over_all_prompts_outcome_tuples():
+  p, r, n = _BATCH_PROBS, _BATCH_REWARDS, 3
+  want = np.zeros((2, 3))
+  for ys in itertools.product(range(3), repeat=2 * n):
+    y = np.array(ys).reshape(2, n)
+    a = _batch_z_score(r[[[0], [1]], y][None])[0]  # All prompts at once: [P, n].
+    for prompt in range(2):
+      score = sum(a_i * (np.eye(3)[y_i] - p[prompt]) for a_i, y_i in zip(a[prompt], y[prompt]))
+      want[prompt] += np.prod(p[[[0], [1]], y]) * score
+  got = testing.expected_gradient(_batch_z_score, p, r, n)
+  assert got.shape == (2, 3)
+  np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_a_batch_exact_gradient_is_each_prompts_own():
+  w = maxk.rank_weights("max", 2)
+  got = testing.exact_gradient(_BATCH_PROBS, _BATCH_REWARDS, w)
+  for prompt in range(2):
+    np.testing.assert_allclose(
+      got[prompt], _brute_logit_gradient(_BATCH_PROBS[prompt], _BATCH_REWARDS[prompt], w), atol=1e-8
+    )
+
+
+def test_gradient_bias_of_a_batch():
+  p, r, n, w = _BATCH_PROBS, _BATCH_REWARDS, 4, maxk.rank_weights("max", 2)
+  loo = testing.gradient_bias(lambda x: maxk.max_at_k_advantages(x, 2, baseline="loo"), p, r, n, w)
+  assert loo.method == "exact" and loo.verdict == "unbiased", loo
+  assert loo.expected.shape == loo.exact.shape == loo.variance.shape == (2, 3)
+  np.testing.assert_allclose(loo.exact, testing.exact_gradient(p, r, w))
+  # Per prompt, the batch's moments are the single prompt's.
+  for prompt in range(2):
+    one = testing.gradient_bias(
+      lambda x: maxk.max_at_k_advantages(x, 2, baseline="loo"), p[prompt], r[prompt], n, w
+    )
+    np.testing.assert_allclose(loo.expected[prompt], one.expected, atol=1e-6)
+    np.testing.assert_allclose(loo.variance[prompt], one.variance, atol=1e-5)
+  # A z-score over all prompts' samples is biased (rewards are not 0/1).
+  shared = testing.gradient_bias(_batch_z_score, p, r, n, [1.0])
+  assert shared.verdict == "biased", shared
+  # The variance agrees with the count-vector moments' diagonal.
+  moments = testing.gradient_moments(_batch_z_score, p, r, n)
+  np.testing.assert_allclose(shared.variance.reshape(-1), np.diag(moments.covariance), atol=1e-12)
+  np.testing.assert_allclose(shared.expected, moments.mean, atol=1e-12)
+
+
+def test_gradient_bias_of_a_batch_beyond_enumeration_is_monte_carlo():
+  p, r, n = _BATCH_PROBS, _BATCH_REWARDS, 7  # 3^14 > 2^20 tuples
+  with pytest.raises(ValueError, match="2 prompt"):
+    testing.expected_gradient(maxk.rloo_advantages, p, r, n)
+  check = testing.gradient_bias(maxk.rloo_advantages, p, r, n, [float(n)], num_samples=40_000)
+  assert check.method == "monte carlo (40000 groups)" and check.verdict == "unbiased", check
+  assert check.bias_se.shape == (2, 3) and np.all(check.bias_se > 0)
+  biased = testing.gradient_bias(_batch_z_score, p, r, n, [1.0], num_samples=40_000)
+  assert biased.verdict == "biased"
+
+
+def test_bad_batch_input_is_named():
+  fn, w = maxk.rloo_advantages, [1.0]
+  with pytest.raises(ValueError, match="probs"):
+    testing.gradient_bias(fn, [[[0.5, 0.5]]], [[[0.0, 1.0]]], 3, w)
+  with pytest.raises(ValueError, match="probs"):
+    testing.gradient_bias(fn, [[0.5, 0.5], [0.5, 0.6]], [[0.0, 1.0]] * 2, 3, w)
+  with pytest.raises(ValueError, match="rewards"):
+    testing.gradient_bias(fn, [[0.5, 0.5]] * 2, [0.0, 1.0], 3, w)
+  with pytest.raises(ValueError, match="rewards"):
+    testing.exact_gradient([[0.5, 0.5]] * 2, [[0.0, 1.0]] * 3, w)
