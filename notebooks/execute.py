@@ -13,7 +13,9 @@ import base64
 from collections.abc import Sequence
 import csv
 import glob
+import logging
 import os
+import tempfile
 import time
 
 import nbformat
@@ -47,6 +49,11 @@ def read_source(path: str) -> nbformat.NotebookNode:
   return nb
 
 
+
+# nbclient's log: its warnings, not its note on each notebook it starts.
+_CLIENT_LOG = logging.getLogger("notebooks.execute.nbclient")
+_CLIENT_LOG.setLevel(logging.WARNING)
+
 # Per cell; a limit that only ends a hung kernel, never a slow but working machine.
 CELL_TIMEOUT_S = 1800
 
@@ -59,8 +66,14 @@ def execute(
   The repository root is put on the kernel's ``PYTHONPATH``; ``smoke`` sets
   ``MAXK_SMOKE`` for the kernel (None: inherit the environment). Returns ``nb`` with
   its outputs; a cell that raises raises ``nbclient.exceptions.CellExecutionError``.
+
+  The kernel talks to this process over Unix sockets in a private temporary folder
+  (jupyter's IPC transport), not over TCP on localhost: nothing else can listen in, and
+  the kernel does not print its warning that it is "running over TCP without
+  encryption".
   """
   import nbclient  # pylint: disable=g-import-not-at-top
+  from traitlets.config import Config  # pylint: disable=g-import-not-at-top
 
   env_before = {name: os.environ.get(name) for name in ("MAXK_SMOKE", "PYTHONPATH")}
   if smoke is not None:
@@ -69,10 +82,19 @@ def execute(
   os.environ["PYTHONPATH"] = ROOT + (os.pathsep + old_path if old_path else "")
   os.environ.setdefault("JAX_PLATFORMS", "cpu")
   try:
-    client = nbclient.NotebookClient(
-      nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": cwd}}
-    )
-    client.execute()
+    with tempfile.TemporaryDirectory(prefix="maxk-kernel-") as sockets:
+      config = Config()
+      config.KernelManager.transport = "ipc"
+      config.KernelManager.ip = os.path.join(sockets, "kernel")  # Sockets kernel-1, -2, ...
+      client = nbclient.NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": cwd}},
+        config=config,
+        log=_CLIENT_LOG,
+      )
+      client.execute()
   finally:  # The kernel inherits the environment; the caller's is left as it was.
     for name, value in env_before.items():
       if value is None:
