@@ -13,6 +13,7 @@ import base64
 from collections.abc import Sequence
 import csv
 import glob
+import hashlib
 import logging
 import os
 import tempfile
@@ -41,13 +42,34 @@ def source_names() -> list[str]:
 
 
 def read_source(path: str) -> nbformat.NotebookNode:
-  """The notebook (without outputs) that the percent-format source ``path`` describes."""
+  """The notebook (without outputs) that the percent-format source ``path`` describes,
+  its cells' ids from :func:`stable_cell_ids`."""
   import jupytext  # pylint: disable=g-import-not-at-top
 
   nb = jupytext.read(path, fmt="py:percent")
   nb.metadata = {"kernelspec": dict(_KERNELSPEC), "language_info": {"name": "python"}}
+  for cell, cell_id in zip(nb.cells, stable_cell_ids(nb.cells)):
+    cell.id = cell_id
   return nb
 
+
+def stable_cell_ids(cells: Sequence[nbformat.NotebookNode]) -> list[str]:
+  """An id for each cell from its content: the first 8 hex digits of the SHA-256 of its
+  type and source, with ``-2``, ``-3``, ... on the second, third, ... cell of the same
+  content (ids must be unique within a notebook).
+
+  Not nbformat's random ids, which would rewrite every id of a notebook at each rebuild:
+  an unchanged source rebuilds with the same ids, and an edit changes the ids of the
+  edited cells only (ids from the cells' positions would renumber every cell after an
+  inserted one).
+  """
+  ids: list[str] = []
+  seen: dict[str, int] = {}
+  for cell in cells:
+    digest = hashlib.sha256(f"{cell.cell_type}\0{cell.source}".encode()).hexdigest()[:8]
+    seen[digest] = seen.get(digest, 0) + 1
+    ids.append(digest if seen[digest] == 1 else f"{digest}-{seen[digest]}")
+  return ids
 
 
 # nbclient's log: its warnings, not its note on each notebook it starts.
