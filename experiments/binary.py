@@ -9,7 +9,10 @@ ml_collections config file (``path`` or ``path:variant``; the binary's
 A binary's ``__main__`` starts it with :func:`run`: a mistake on the command line (an
 unknown config field, a config file that does not exist, an unknown variant, a value
 that does not parse, an unknown flag) ends the process before any work with one line on
-stderr naming it and exit code 1, and ``--help`` exits 0.
+stderr naming it and exit code 1, and ``--help`` exits 0. Ctrl-C (SIGINT) ends it with
+one line, ``BINARY: interrupted (...)``, and exit code 130 (128 + SIGINT, the shell's
+convention), without a traceback. The output starts clean: JAX's report that it found
+no TPU (:mod:`experiments.startup_logs`) is not printed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import contextlib
 import difflib
 import importlib.util
 import inspect
+import logging
 import os
+import signal
 import sys
 from typing import Any, NoReturn
 
@@ -30,6 +35,10 @@ from ml_collections import config_flags
 
 from experiments import config_checks
 from experiments import outputs
+from experiments import startup_logs
+
+# At import, before any binary's module can start JAX's backends.
+startup_logs.quiet_startup_noise()
 
 
 def define_flags(
@@ -94,9 +103,50 @@ def define_config(
     _exit_with(_error_line(e, sys.argv))
 
 
+# The exit code of a process ended by Ctrl-C: 128 + SIGINT, as the shell reports it.
+INTERRUPTED_EXIT_CODE = 128 + signal.SIGINT
+
+
 def run(main: Callable[[list[str]], Any]) -> None:
-  """``app.run(main)`` with :func:`parse_flags` as the flags parser."""
-  app.run(main, flags_parser=parse_flags)
+  """``app.run(main)`` with :func:`parse_flags` as the flags parser.
+
+  Ctrl-C (a ``KeyboardInterrupt`` out of ``main`` or the flag parsing) ends the process
+  with :data:`INTERRUPTED_EXIT_CODE` and one line on stderr, ``BINARY: interrupted
+  (Ctrl-C, ...)``, instead of Python's traceback. By then the interrupt has unwound
+  ``main``: its ``finally`` blocks and context managers have run (files closed, a run's
+  session recorded as interrupted). The process then ends without the interpreter's
+  shutdown (:func:`_exit_now`): a shutdown that tears down JAX's objects while an
+  interrupted computation's threads still run can crash (``Fatal Python error:
+  Segmentation fault``), and it joins library worker threads that a second Ctrl-C
+  would interrupt with a traceback.
+  """
+  try:
+    app.run(main, flags_parser=parse_flags)
+  except KeyboardInterrupt:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Another Ctrl-C now ends it silently.
+    print(_interrupted_line(), file=sys.stderr, flush=True)
+    _exit_now(INTERRUPTED_EXIT_CODE)
+
+
+def _exit_now(code: int) -> NoReturn:
+  """Flushes Python's logging handlers and the standard streams, then ends the process
+  with ``code`` at once (``os._exit``: no atexit functions, no joining of threads, no
+  teardown of modules)."""
+  logging.shutdown()
+  for stream in (sys.stdout, sys.stderr):
+    try:
+      stream.flush()
+    except (OSError, ValueError):  # A closed or broken stream: nothing more to write.
+      pass
+  os._exit(code)
+
+
+def _interrupted_line() -> str:
+  """The line a binary ended by Ctrl-C prints: its name and what was left behind."""
+  return (
+    f"{outputs.binary_name()}: interrupted (Ctrl-C, exit code {INTERRUPTED_EXIT_CODE}); "
+    "what it wrote so far may be incomplete"
+  )
 
 
 def parse_flags(argv: list[str]) -> list[str]:

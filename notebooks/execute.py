@@ -13,7 +13,10 @@ import base64
 from collections.abc import Sequence
 import csv
 import glob
+import hashlib
+import logging
 import os
+import tempfile
 import time
 
 import nbformat
@@ -39,13 +42,39 @@ def source_names() -> list[str]:
 
 
 def read_source(path: str) -> nbformat.NotebookNode:
-  """The notebook (without outputs) that the percent-format source ``path`` describes."""
+  """The notebook (without outputs) that the percent-format source ``path`` describes,
+  its cells' ids from :func:`stable_cell_ids`."""
   import jupytext  # pylint: disable=g-import-not-at-top
 
   nb = jupytext.read(path, fmt="py:percent")
   nb.metadata = {"kernelspec": dict(_KERNELSPEC), "language_info": {"name": "python"}}
+  for cell, cell_id in zip(nb.cells, stable_cell_ids(nb.cells)):
+    cell.id = cell_id
   return nb
 
+
+def stable_cell_ids(cells: Sequence[nbformat.NotebookNode]) -> list[str]:
+  """An id for each cell from its content: the first 8 hex digits of the SHA-256 of its
+  type and source, with ``-2``, ``-3``, ... on the second, third, ... cell of the same
+  content (ids must be unique within a notebook).
+
+  Not nbformat's random ids, which would rewrite every id of a notebook at each rebuild:
+  an unchanged source rebuilds with the same ids, and an edit changes the ids of the
+  edited cells only (ids from the cells' positions would renumber every cell after an
+  inserted one).
+  """
+  ids: list[str] = []
+  seen: dict[str, int] = {}
+  for cell in cells:
+    digest = hashlib.sha256(f"{cell.cell_type}\0{cell.source}".encode()).hexdigest()[:8]
+    seen[digest] = seen.get(digest, 0) + 1
+    ids.append(digest if seen[digest] == 1 else f"{digest}-{seen[digest]}")
+  return ids
+
+
+# nbclient's log: its warnings, not its note on each notebook it starts.
+_CLIENT_LOG = logging.getLogger("notebooks.execute.nbclient")
+_CLIENT_LOG.setLevel(logging.WARNING)
 
 # Per cell; a limit that only ends a hung kernel, never a slow but working machine.
 CELL_TIMEOUT_S = 1800
@@ -59,8 +88,14 @@ def execute(
   The repository root is put on the kernel's ``PYTHONPATH``; ``smoke`` sets
   ``MAXK_SMOKE`` for the kernel (None: inherit the environment). Returns ``nb`` with
   its outputs; a cell that raises raises ``nbclient.exceptions.CellExecutionError``.
+
+  The kernel talks to this process over Unix sockets in a private temporary folder
+  (jupyter's IPC transport), not over TCP on localhost: nothing else can listen in, and
+  the kernel does not print its warning that it is "running over TCP without
+  encryption".
   """
   import nbclient  # pylint: disable=g-import-not-at-top
+  from traitlets.config import Config  # pylint: disable=g-import-not-at-top
 
   env_before = {name: os.environ.get(name) for name in ("MAXK_SMOKE", "PYTHONPATH")}
   if smoke is not None:
@@ -69,10 +104,19 @@ def execute(
   os.environ["PYTHONPATH"] = ROOT + (os.pathsep + old_path if old_path else "")
   os.environ.setdefault("JAX_PLATFORMS", "cpu")
   try:
-    client = nbclient.NotebookClient(
-      nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": cwd}}
-    )
-    client.execute()
+    with tempfile.TemporaryDirectory(prefix="maxk-kernel-") as sockets:
+      config = Config()
+      config.KernelManager.transport = "ipc"
+      config.KernelManager.ip = os.path.join(sockets, "kernel")  # Sockets kernel-1, -2, ...
+      client = nbclient.NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": cwd}},
+        config=config,
+        log=_CLIENT_LOG,
+      )
+      client.execute()
   finally:  # The kernel inherits the environment; the caller's is left as it was.
     for name, value in env_before.items():
       if value is None:

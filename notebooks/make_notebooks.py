@@ -7,7 +7,8 @@ Usage (from the repository root):
 
 Edit the ``.py`` sources (jupytext percent format), never the ``.ipynb`` files, then
 rerun this script: the committed notebooks hold their outputs, executed at full size
-(``MAXK_SMOKE`` unset) in place.
+(``MAXK_SMOKE`` unset) in place. Cell ids come from the cells' content, so rebuilding an
+unchanged source changes no id.
 """
 
 import os
@@ -23,7 +24,20 @@ import nbformat  # noqa: E402
 from notebooks import execute  # noqa: E402
 
 
-def main(argv):
+def build(name: str, *, run: bool = True) -> nbformat.NotebookNode:
+  """The notebook ``NAME.ipynb`` built from its source ``notebooks/NAME.py``: its cells
+  (ids from their content, ``execute.stable_cell_ids``), executed at full size in
+  ``notebooks/`` when ``run``. An unchanged source builds the same cells, ids and
+  metadata every time."""
+  nb = execute.read_source(os.path.join(execute.NOTEBOOK_DIR, f"{name}.py"))
+  if run:
+    nb = execute.execute(nb, cwd=execute.NOTEBOOK_DIR, smoke=False)
+    for cell in nb.cells:  # Keep committed files small and diffs quiet.
+      cell.metadata.pop("execution", None)
+  return nb
+
+
+def main(argv: list[str]) -> None:
   names = [a for a in argv[1:] if not a.startswith("--")] or execute.source_names()
   options = [a for a in argv[1:] if a.startswith("--")]
   if set(options) - {"--no-execute"}:
@@ -33,12 +47,9 @@ def main(argv):
     raise SystemExit(f"Unknown notebook(s) {sorted(unknown)}; known: {execute.source_names()}.")
   for name in names:
     path = os.path.join(execute.NOTEBOOK_DIR, f"{name}.ipynb")
-    nb = execute.read_source(os.path.join(execute.NOTEBOOK_DIR, f"{name}.py"))
+    start = time.time()
+    nb = build(name, run="--no-execute" not in options)
     if "--no-execute" not in options:
-      start = time.time()
-      nb = execute.execute(nb, cwd=execute.NOTEBOOK_DIR, smoke=False)
-      for cell in nb.cells:  # Keep committed files small and diffs quiet.
-        cell.metadata.pop("execution", None)
       print(f"{name}: executed in {time.time() - start:.0f} s", flush=True)
     nbformat.write(nb, path)
     print(f"{name}: wrote {os.path.relpath(path, ROOT)}", flush=True)

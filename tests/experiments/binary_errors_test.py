@@ -1,10 +1,13 @@
 """Every binary answers a mistake on its command line (an unknown config field, a config
 file that does not exist, an unknown variant, a value that does not parse, an unknown
-flag) with one line on stderr naming it and exit code 1, before any work."""
+flag) with one line on stderr naming it and exit code 1, before any work; and Ctrl-C
+(SIGINT) inside its main with one line and exit code 130, never a traceback."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 from tests import REPO_ROOT
 from tests import WAIT_S
@@ -28,6 +31,14 @@ _BAD_VALUES = {
 }
 # Binaries without --workdir.
 _NO_WORKDIR = ("experiments.demo", "experiments.lm.study_readme", "experiments.lm.archive_runs")
+# The benchmarks (no --config, no --workdir): they start through experiments.binary too.
+_BENCHMARKS = (
+  "benchmarks.compile_time",
+  "benchmarks.estimators",
+  "benchmarks.best_of_n",
+  "benchmarks.objectives",
+  "benchmarks.lm",
+)
 
 
 def _cases(workdir: str) -> dict[tuple[str, str], tuple[list[str], list[str]]]:
@@ -89,3 +100,106 @@ def test_every_binary_answers_a_command_line_mistake_with_one_line(tmp_path):
       assert text in lines[0], (key, text, err)
     assert out == "", (key, out)
   assert not os.path.exists(workdir)  # Each stopped before any work.
+
+
+# Starts the binary sys.argv[2] (arguments sys.argv[3:]) as `python -m` does, with the
+# main it hands to experiments.binary.run replaced by one that creates the file
+# sys.argv[1] and then waits: the test's Ctrl-C lands inside main, after the flags were
+# parsed, however long the start took.
+_WAIT_IN_MAIN = """
+import runpy, sys, time
+from experiments import binary
+ready, module, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+run = binary.run
+def wait_in_main(argv):
+  open(ready, "w").close()
+  while True:
+    time.sleep(0.05)
+binary.run = lambda main: run(wait_in_main)
+sys.argv = [module, *args]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+def _interruptible(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+  """Starts ``argv`` with Ctrl-C's default action, as a terminal starts it (a test runner
+  started in the background inherits SIGINT ignored, and so would its children)."""
+  return subprocess.Popen(
+    argv,
+    cwd=REPO_ROOT,
+    env=env,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+  )
+
+
+def _wait_for(path: str, proc: subprocess.Popen) -> None:
+  """Waits until ``path`` exists; fails with the process's output if it ends first."""
+  deadline = time.monotonic() + WAIT_S
+  while not os.path.exists(path):
+    if proc.poll() is not None:
+      out, err = proc.communicate()
+      raise AssertionError(f"ended with {proc.returncode} before {path}:\n{out}\n{err}")
+    assert time.monotonic() < deadline, path
+    time.sleep(0.1)
+
+
+def _ctrl_c_args(module: str, workdir: str) -> list[str]:
+  """Arguments that start ``module`` correctly (its required flags only)."""
+  args = [] if module in (*_NO_WORKDIR, *_BENCHMARKS) else [f"--workdir={workdir}"]
+  if module == "experiments.lm":
+    args.append(f"--config={_CONFIGS[module]}")
+  if module == "experiments.lm.study_summary":  # An existing folder (its validator checks).
+    args.append(f"--study_dir={os.path.dirname(workdir)}")
+  return args
+
+
+def test_every_binary_answers_ctrl_c_in_main_with_one_line(tmp_path):
+  env = {**os.environ, "PYTHONPATH": REPO_ROOT, "JAX_PLATFORMS": "cpu"}
+  modules = sorted({*_CONFIGS, *_BAD_VALUES, *_BENCHMARKS})
+  procs = {}
+  for i, module in enumerate(modules):
+    argv = [sys.executable, "-c", _WAIT_IN_MAIN, str(tmp_path / f"ready{i}"), module]
+    procs[module] = (
+      _interruptible([*argv, *_ctrl_c_args(module, str(tmp_path / f"run{i}"))], env),
+      str(tmp_path / f"ready{i}"),
+    )
+  try:
+    for proc, ready in procs.values():
+      _wait_for(ready, proc)
+      proc.send_signal(signal.SIGINT)
+    for module, (proc, _) in procs.items():
+      out, err = proc.communicate(timeout=WAIT_S)
+      assert proc.returncode == 128 + signal.SIGINT, (module, proc.returncode, err)
+      lines = [line for line in err.splitlines() if line.strip()]
+      assert len(lines) == 1 and "Traceback" not in err, (module, err)
+      assert lines[0].startswith(f"{module}: interrupted ("), (module, err)
+      assert out == "", (module, out)
+  finally:  # A failure leaves no binary waiting in main.
+    for proc, _ in procs.values():
+      proc.kill()
+      proc.communicate()
+
+
+def test_ctrl_c_during_training_ends_with_one_line_and_130(tmp_path):
+  """A real run interrupted where it happens to be once training has started (compiling,
+  stepping, checkpointing): the same ending, and no crash on the way out."""
+  env = {**os.environ, "PYTHONPATH": REPO_ROOT, "JAX_PLATFORMS": "cpu"}
+  workdir = tmp_path / "run"
+  config = _CONFIGS["experiments.lm"] + ":micro"
+  proc = _interruptible(
+    [sys.executable, "-m", "experiments.lm", f"--config={config}", f"--workdir={workdir}"], env
+  )
+  try:
+    _wait_for(str(workdir / "metrics.jsonl"), proc)  # Its first training step's metrics.
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=WAIT_S)
+  finally:
+    proc.kill()
+    proc.communicate()
+  assert proc.returncode == 128 + signal.SIGINT, err[-3000:]
+  assert "Traceback" not in err and "Fatal Python error" not in err, err[-3000:]
+  last = [line for line in err.splitlines() if line.strip()][-1]
+  assert last.startswith("experiments.lm: interrupted ("), err[-3000:]

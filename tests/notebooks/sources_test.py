@@ -1,6 +1,7 @@
 """The committed notebooks are generated from their plain-Python sources and cannot drift."""
 
 import base64
+import hashlib
 import os
 import re
 import struct
@@ -13,6 +14,7 @@ import nbformat
 import pytest
 
 from notebooks import execute
+from notebooks import make_notebooks
 from tests import REPO_ROOT
 from tests import WAIT_S
 
@@ -37,6 +39,42 @@ def test_committed_notebook_cells_equal_its_source(name):
     f"notebooks/{name}.ipynb differs from notebooks/{name}.py: run "
     f"`python notebooks/make_notebooks.py {name}`."
   )
+
+
+def test_cell_ids_come_from_the_content():
+  cells = [
+    nbformat.v4.new_markdown_cell("# Title"),
+    nbformat.v4.new_code_cell("x = 1"),
+    nbformat.v4.new_code_cell("x = 1"),
+    nbformat.v4.new_markdown_cell("x = 1"),
+  ]
+  ids = execute.stable_cell_ids(cells)
+  code = hashlib.sha256(b"code\x00x = 1").hexdigest()[:8]
+  assert ids[1:3] == [code, f"{code}-2"]  # A repeated cell gets a suffix: ids are unique.
+  assert ids[0] == hashlib.sha256(b"markdown\x00# Title").hexdigest()[:8]
+  assert ids[3] not in ids[:3]  # The same text in a markdown cell is another cell.
+  cells[0].source = "# Another title"  # Editing a cell changes its id only.
+  edited = execute.stable_cell_ids(cells)
+  assert edited[0] != ids[0] and edited[1:] == ids[1:]
+  nb = nbformat.v4.new_notebook(cells=cells)
+  for cell, cell_id in zip(nb.cells, ids):
+    cell.id = cell_id
+  nbformat.validate(nb)  # The ids fit nbformat's pattern and are unique.
+
+
+@pytest.mark.parametrize("name", _EXPECTED)
+def test_rebuilding_a_notebook_changes_no_byte_of_its_cells(name):
+  """make_notebooks builds the same file from an unchanged source, with the committed
+  notebook's cell ids (its outputs aside: they come from executing it)."""
+  first, second = (make_notebooks.build(name, run=False) for _ in range(2))
+  assert nbformat.writes(first) == nbformat.writes(second)
+  path = os.path.join(execute.NOTEBOOK_DIR, f"{name}.ipynb")
+  committed = nbformat.read(path, as_version=4)
+  assert [(c.id, c.cell_type, c.source, c.metadata) for c in committed.cells] == [
+    (c.id, c.cell_type, c.source, c.metadata) for c in first.cells
+  ], f"notebooks/{name}.ipynb: run `python notebooks/make_notebooks.py {name}`."
+  with open(path) as f:  # Written as nbformat writes it (make_notebooks writes so).
+    assert f.read() == nbformat.writes(committed) + "\n"
 
 
 # The canonical source: no notebook metadata, and cells keep only their caption.
