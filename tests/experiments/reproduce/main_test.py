@@ -321,8 +321,15 @@ def _fake_reproduce(tmp_path, *args, env=(), popen=False):
   path = os.pathsep.join([REPO_ROOT, str(tmp_path), os.environ.get("PYTHONPATH", "")])
   full_env = {**os.environ, "PYTHONPATH": path, "JAX_PLATFORMS": "cpu", **dict(env)}
   kwargs = dict(cwd=REPO_ROOT, env=full_env, text=True)
-  if popen:
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+  if popen:  # With Ctrl-C's default action, as a terminal starts it (a test runner
+    # started in the background inherits SIGINT ignored, and so would its children).
+    return subprocess.Popen(
+      command,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+      **kwargs,
+    )
   return subprocess.run(command, capture_output=True, timeout=WAIT_S, check=False, **kwargs)
 
 
