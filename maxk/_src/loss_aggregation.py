@@ -50,7 +50,7 @@ Optimization", arXiv 2507.18071 (GSPO); Williams (1992) (the score-function esti
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import dataclasses
 import itertools
 import math
@@ -63,6 +63,7 @@ AGGREGATIONS = ("grpo", "dapo", "dr_grpo", "gspo")
 #: How many multisets of n sequences are enumerated at most.
 MAX_SEQUENCE_GROUPS = 2**20
 _CHUNK = 2**14
+_LOGIT_STEP = 1.0  # How far aggregation_bias's automatic policies move the logits.
 
 AdvantageFn = Callable[[np.ndarray], npt.ArrayLike]
 
@@ -164,15 +165,14 @@ class AggregationBias:
     cosine: cos(expected, ∇E[r]).
     relative_error: ‖expected − c·exact‖ / ‖c·exact‖ with c = ``scale``: the part of
       E[ĝ] no step size removes, relative (0 when it is a multiple of ∇E[r]).
-    verdict: "unbiased" (‖expected − exact‖ <= rtol ‖exact‖ + atol), "unbiased up to a
-      factor c" (expected = c·exact, c > 0, within the same tolerance) or "biased", at
-      this policy (the factors of the module docstring's closed forms say whether c
-      changes with the policy: 1/L for Dr. GRPO does not).
+    verdict: see :func:`aggregation_bias`.
     cosines: cos(expected, ∇J) for J = "E[r]", "E[r/|y|]" and "E[r]/E[|y|]".
     mean_length: E|y| under the policy.
     length_slope: <expected, ∇E|y|> / ‖expected‖: how fast a unit step along E[ĝ]
       lengthens the sequences (compare the same for ∇E[r], ``reward_length_slope``).
     reward_length_slope: <∇E[r], ∇E|y|> / ‖∇E[r]‖.
+    policies: [m, L, V] the compared logits, the given ones first.
+    scales: [m] c at each compared policy (nan where ∇E[r] is 0).
   """
 
   aggregation: str
@@ -187,6 +187,8 @@ class AggregationBias:
   mean_length: float
   length_slope: float
   reward_length_slope: float
+  policies: np.ndarray
+  scales: np.ndarray
 
 
 _COMPARED = ("E[r]", "E[r/|y|]", "E[r]/E[|y|]")
@@ -311,6 +313,15 @@ def sequence_objective_gradients(
   }
 
 
+def _perturbed_logits(logits: np.ndarray) -> list[np.ndarray]:
+  """Three deterministic policies around ``logits``: the end token's logit ±1 at every
+  position (shorter and longer sequences), and ±1 in a checkerboard over [L, V]."""
+  end = np.zeros_like(logits)
+  end[:, 0] = _LOGIT_STEP
+  board = _LOGIT_STEP * np.where(np.add.outer(*map(np.arange, logits.shape)) % 2 == 0, 1.0, -1.0)
+  return [logits + end, logits - end, logits + board]
+
+
 def aggregation_bias(
   logits: npt.ArrayLike,
   rewards: npt.ArrayLike,
@@ -319,13 +330,26 @@ def aggregation_bias(
   *,
   advantage_fn: AdvantageFn = _rloo,
   rtol: float = 1e-9,
+  policies: Sequence[npt.ArrayLike] | None = None,
 ) -> AggregationBias:
   """How far one loss aggregation's expected gradient is from ∇E[r], exactly.
 
   Enumerates the groups of n sequences of the toy policy (module docstring) with
   :func:`expected_aggregated_gradient` and compares E[ĝ] with ∇E[r] from
-  :func:`sequence_objective_gradients` (cosine, least-squares scale, the relative error no
-  scale removes, a verdict) and with the gradients of E[r/|y|] and E[r]/E[|y|].
+  :func:`sequence_objective_gradients` (cosine, least-squares scale, the relative error
+  no scale removes, a verdict) and with the gradients of E[r/|y|] and E[r]/E[|y|].  As
+  :func:`maxk.testing.gradient_bias` does, it fits E[ĝ] ≈ c·∇E[r] also at other
+  policies (``policies``) to tell a constant factor from one that changes with the
+  policy.  Verdicts:
+
+  * "unbiased": ‖E[ĝ] − ∇E[r]‖ <= rtol·‖∇E[r]‖ + atol (atol = rtol·max|r|) and c = 1
+    within rtol at every compared policy;
+  * "unbiased up to a constant factor c": E[ĝ] = c·∇E[r] with the same c > 0 at every
+    compared policy (Dr. GRPO with RLOO: c = 1/L);
+  * "a factor c that changes with the policy (c from x to y)": E[ĝ] = c·∇E[r] at every
+    compared policy, c differing between them (DAPO as n → ∞: c → 1/E|y|);
+  * "unbiased up to a factor c": only with ``policies=()``, c > 0 at the one policy;
+  * "biased": not a positive multiple of ∇E[r] at some compared policy.
 
   Args:
     logits: [L, V] the toy policy's logits; L is the generation budget (Dr. GRPO's
@@ -335,8 +359,11 @@ def aggregation_bias(
     aggregation: "grpo", "dapo", "dr_grpo" or "gspo".
     advantage_fn: rewards [T, n] -> advantages [T, n], permutation equivariant
       (default RLOO; ``lambda r: r - r.mean(-1, keepdims=True)`` is Dr. GRPO's).
-    rtol: relative tolerance of the verdict (atol = rtol·max|r|); the default suits
-      float64 advantage functions, 1e-5 float32 ones.
+    rtol: relative tolerance of the verdict; the default suits float64 advantage
+      functions, 1e-5 float32 ones.
+    policies: other [L, V] logits at which c is compared.  None: three, ``logits``
+      with the end token's logit +1 and −1 at every position and with ±1 in a
+      checkerboard over [L, V]; ``()``: none.
 
   Returns:
     An :class:`AggregationBias`.
@@ -354,29 +381,56 @@ def aggregation_bias(
   """
   if not (np.isfinite(rtol) and rtol > 0):
     raise ValueError(f"rtol must be positive, got {rtol!r}")
-  expected = expected_aggregated_gradient(
-    logits, rewards, n, aggregation, advantage_fn=advantage_fn
-  )
-  gradients = sequence_objective_gradients(logits, rewards)
-  exact = gradients["E[r]"]
+  z = np.asarray(logits, dtype=np.float64)
+  if policies is None:
+    others = _perturbed_logits(z) if z.ndim == 2 else []
+  else:
+    if isinstance(policies, (str, bytes)) or not isinstance(policies, (Sequence, np.ndarray)):
+      raise ValueError(f"policies must be a sequence of [L, V] logits or None, got {policies!r}")
+    others = [np.asarray(q, dtype=np.float64) for q in policies]
+    if any(q.shape != z.shape for q in others):
+      raise ValueError(f"policies must be logits of the shape of logits {z.shape}")
+  atol = rtol * float(np.max(np.abs(np.asarray(rewards, dtype=np.float64)), initial=0.0))
+
+  def fit(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, bool, float]:
+    """E[ĝ], ∇E[r], c, whether E[ĝ] = c·∇E[r] and how far another c may lie."""
+    expected = expected_aggregated_gradient(q, rewards, n, aggregation, advantage_fn=advantage_fn)
+    exact = sequence_objective_gradients(q, rewards)["E[r]"]
+    norm = float(np.linalg.norm(exact))
+    if norm == 0:
+      return expected, exact, math.nan, bool(np.linalg.norm(expected) <= atol), math.nan
+    c = float(expected.ravel() @ exact.ravel()) / norm**2
+    parallel = float(np.linalg.norm(expected - c * exact)) <= rtol * abs(c) * norm + atol
+    return expected, exact, c, parallel, rtol * abs(c) + atol / norm
+
+  expected, exact, scale, parallel, tolerance = fit(z)
+  fits = [(scale, parallel, tolerance)] + [fit(q)[2:] for q in others]
+  scales = np.array([f[0] for f in fits])
+  tols = np.array([f[2] for f in fits])
   norm_exact = float(np.linalg.norm(exact))
-  scale = float(expected.ravel() @ exact.ravel()) / norm_exact**2 if norm_exact else math.nan
-  atol = rtol * float(np.max(np.abs(np.asarray(rewards, dtype=np.float64))))
-  if np.linalg.norm(expected - exact) <= rtol * norm_exact + atol:
+  unbiased_here = float(np.linalg.norm(expected - exact)) <= rtol * norm_exact + atol
+  finite = np.isfinite(scales)
+  c_fin, tol_fin = scales[finite], tols[finite]
+  constant = bool(np.all(np.abs(c_fin - c_fin[0]) <= tol_fin + tol_fin[0])) if c_fin.size else True
+  near_one = bool(np.all(np.abs(c_fin - 1) <= tol_fin))
+  if not all(f[1] for f in fits):
+    verdict = "biased"
+  elif unbiased_here and near_one:
     verdict = "unbiased"
-  elif (
-    norm_exact > 0
-    and scale > 0
-    and np.linalg.norm(expected - scale * exact) <= rtol * scale * norm_exact + atol
-  ):
-    verdict = f"unbiased up to a factor {scale:.6g}"
+  elif constant and c_fin.size and float(c_fin.min()) > 0:
+    kind = "a factor" if len(fits) == 1 else "a constant factor"
+    verdict = f"unbiased up to {kind} {scale:.6g}"
+  elif not constant:
+    verdict = (
+      "a factor c that changes with the policy "
+      f"(c from {float(c_fin.min()):.4g} to {float(c_fin.max()):.4g})"
+    )
   else:
     verdict = "biased"
+  gradients = sequence_objective_gradients(z, rewards)
   residual = float(np.linalg.norm(expected - scale * exact)) if norm_exact else math.nan
   relative = residual / (abs(scale) * norm_exact) if norm_exact and scale else math.inf
-  probs_S, _, lengths_S = _sequence_scores(logits)
-  g_len = gradients["E[|y|]"]
-  norm_expected = float(np.linalg.norm(expected))
+  probs_S, _, lengths_S = _sequence_scores(z)
   return AggregationBias(
     aggregation=aggregation,
     n=int(n),
@@ -386,14 +440,10 @@ def aggregation_bias(
     cosine=_cosine(expected, exact),
     relative_error=relative,
     verdict=verdict,
-    cosines={
-      name: _cosine(expected, gradients[name]) for name in ("E[r]", "E[r/|y|]", "E[r]/E[|y|]")
-    },
+    cosines={name: _cosine(expected, gradients[name]) for name in _COMPARED},
     mean_length=float(probs_S @ lengths_S),
-    length_slope=float(expected.ravel() @ g_len.ravel()) / norm_expected
-    if norm_expected
-    else math.nan,
-    reward_length_slope=float(exact.ravel() @ g_len.ravel()) / norm_exact
-    if norm_exact
-    else math.nan,
+    length_slope=_slope(expected, gradients["E[|y|]"]),
+    reward_length_slope=_slope(exact, gradients["E[|y|]"]),
+    policies=np.stack([z] + others),
+    scales=scales,
   )

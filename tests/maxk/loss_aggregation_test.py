@@ -151,13 +151,15 @@ def test_rloo_closed_forms_of_grpo_and_dr_grpo(n):
   # Dr. GRPO's constant normaliser: Σ_i a_i ∇log π(y_i) / (n L), E = n ∇E[r] / (n L).
   dr = testing.aggregation_bias(_LOGITS, rewards, n, "dr_grpo")
   np.testing.assert_allclose(dr.expected, grad_r / 3, atol=1e-8)
-  assert dr.verdict == "unbiased up to a factor 0.333333" and dr.cosine == pytest.approx(1)
+  assert dr.verdict == "unbiased up to a constant factor 0.333333", dr.verdict
+  assert dr.cosine == pytest.approx(1)
+  np.testing.assert_allclose(dr.scales, 1 / 3, rtol=1e-9)  # 1/L at every compared policy.
   # With Dr. GRPO's own r − mean: E = (n − 1) ∇E[r] / (n L).
   own = testing.aggregation_bias(
     _LOGITS, rewards, n, "dr_grpo", advantage_fn=lambda r: r - r.mean(-1, keepdims=True)
   )
   assert own.scale == pytest.approx((n - 1) / (3 * n), rel=1e-7)
-  assert own.verdict.startswith("unbiased up to a factor")
+  assert own.verdict.startswith("unbiased up to a constant factor")
   # GRPO's sequence mean: E = ∇E[r/|y|] − E[r] ∇E[1/|y|], the same for every n.
   mean_r = sum(_sequence_prob(_LOGITS, y) * _contains_one(y) for y in _my_sequences(3, 3))
   want = _brute_objective(_LOGITS, lambda y: _contains_one(y) / len(y)) - mean_r * (
@@ -222,6 +224,41 @@ def test_equal_lengths_make_every_aggregation_unbiased():
     assert check.verdict == "unbiased", (name, check)
 
 
+def _grpo_numpy(r):  # Population std; a group with one outcome gets 0.
+  std = r.std(axis=-1, keepdims=True)
+  return np.where(std > 0, (r - r.mean(axis=-1, keepdims=True)) / np.where(std > 0, std, 1), 0.0)
+
+
+def test_z_scores_with_a_constant_normaliser_have_a_factor_that_changes_with_the_policy():
+  # With 0/1 rewards, E[Σ_i a_i ∇log π(y_i)] = w(p) ∇p, p = P(r = 1), for any advantages
+  # of the outcomes; the z-score's w (m correct of n: a correct sample gets √((n−m)/m),
+  # an incorrect one −√(m/(n−m))) is a binomial sum. Dr. GRPO divides by n L.
+  n, max_length = 4, 3
+
+  def weight(p):
+    def a_s(m):
+      return math.sqrt((n - m) / m) if m < n else 0.0
+
+    def a_f(m):
+      return -math.sqrt(m / (n - m)) if m > 0 else 0.0
+
+    return n * sum(
+      math.comb(n - 1, c) * p**c * (1 - p) ** (n - 1 - c) * (a_s(c + 1) - a_f(c)) for c in range(n)
+    )
+
+  rewards = _rewards_in_module_order(_contains_one, 3, 3)
+  check = testing.aggregation_bias(_LOGITS, rewards, n, "dr_grpo", advantage_fn=_grpo_numpy)
+  seqs = _my_sequences(3, 3)
+  p_each = [sum(_sequence_prob(z, y) * _contains_one(y) for y in seqs) for z in check.policies]
+  np.testing.assert_allclose(check.scales, [weight(p) / (n * max_length) for p in p_each])
+  assert len(p_each) == 4 and check.verdict.startswith("a factor c that changes with the policy")
+  # Only the given policy: the single-policy verdict.
+  one = testing.aggregation_bias(
+    _LOGITS, rewards, n, "dr_grpo", advantage_fn=_grpo_numpy, policies=()
+  )
+  assert one.verdict.startswith("unbiased up to a factor") and one.scales.shape == (1,)
+
+
 def test_bad_input_is_named():
   rewards = np.zeros(15)
   with pytest.raises(ValueError, match="aggregation"):
@@ -238,5 +275,7 @@ def test_bad_input_is_named():
     testing.aggregation_bias(
       _LOGITS, rewards + np.arange(15), 2, "grpo", advantage_fn=lambda r: r * [[1.0, 2.0]]
     )
+  with pytest.raises(ValueError, match="policies"):
+    testing.aggregation_bias(_LOGITS, rewards, 2, "grpo", policies=[np.zeros((2, 3))])
   with pytest.raises(ValueError, match="max_length"):
     testing.token_sequences(0, 3)
