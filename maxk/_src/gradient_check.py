@@ -411,11 +411,11 @@ def _implied_objective(
   rtol: float,
   atol: float,
 ) -> str:
-  """ "pass@j" (or "c·pass@j") when w(p) ∝ (high − low)·j(1 − p)^(j−1) on the grid, else ""."""
+  """The name of w(p) when it is (c times) (high − low)·j(1 − p)^(j−1), pass@j's weight,
+  on the grid (j <= n): "pass@j" or "c·pass@j"; else "".  w's rounding is atol / (p(1 − p))."""
   w = weight_GxP.reshape(-1)
-  slack = 10 * rtol * float(np.linalg.norm(w)) + atol * float(
-    np.linalg.norm(1 / (grid_G * (1 - grid_G)))
-  )
+  rounding = np.broadcast_to((1 / (grid_G * (1 - grid_G)))[:, None], weight_GxP.shape)
+  slack = 10 * rtol * float(np.linalg.norm(w)) + atol * float(np.linalg.norm(rounding))
   if float(np.linalg.norm(w)) <= slack:
     return ""
   for j in range(1, n + 1):

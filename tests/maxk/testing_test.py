@@ -496,3 +496,15 @@ def test_bad_policies_are_named():
     testing.gradient_bias(fn, [0.5, 0.5], [0.0, 1.0], 3, w, policies=[[0.2, 0.3, 0.5]])
   with pytest.raises(ValueError, match="policies"):
     testing.gradient_bias(fn, [0.5, 0.5], [0.0, 1.0], 3, w, policies="auto")
+
+
+def test_monte_carlo_policies_with_an_exact_binary_grid():
+  # 6^9 tuples: Monte Carlo at the four policies; the 0/1 grid (2^9 tuples) is exact.
+  probs, rewards, n = np.full(6, 1 / 6), np.array([0.0, 1.0, 0.0, 0.0, 1.0, 0.0]), 9
+  check = testing.gradient_bias(_grpo_numpy, probs, rewards, n, [1.0], num_samples=20_000)
+  assert check.method == "monte carlo (20000 groups)", check
+  np.testing.assert_allclose(check.implied_weight_ratio, [_grpo_factor(n)(p) for p in _GRID])
+  assert check.verdict.endswith("follows another objective"), check.verdict
+  # Each policy's c is within a few standard errors of the hand formula.
+  p_each = _correct_mass(check.policies, rewards)
+  np.testing.assert_allclose(check.scales, [_grpo_factor(n)(p) for p in p_each], rtol=0.05)
