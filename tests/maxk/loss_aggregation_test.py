@@ -279,3 +279,23 @@ def test_bad_input_is_named():
     testing.aggregation_bias(_LOGITS, rewards, 2, "grpo", policies=[np.zeros((2, 3))])
   with pytest.raises(ValueError, match="max_length"):
     testing.token_sequences(0, 3)
+
+
+@pytest.mark.parametrize(
+  "reward_fn", [_contains_one, lambda y: float(len(y) <= 2)], ids=["long right", "short right"]
+)
+def test_in_these_examples_the_sequence_mean_moves_the_length_faster(reward_fn):
+  # What the exact numbers show here (not a theorem): per unit step, GRPO's (= GSPO's)
+  # expected update changes E|y| faster than ∇E[r] does, toward the rewarded length;
+  # DAPO's lies between and approaches ∇E[r]'s as n grows; Dr. GRPO's is ∇E[r]'s.
+  rewards = _rewards_in_module_order(reward_fn, 3, 3)
+  grpo = testing.aggregation_bias(_LOGITS, rewards, 4, "grpo", policies=())
+  target = grpo.reward_length_slope
+  assert abs(grpo.length_slope) > abs(target) > 0 and grpo.length_slope * target > 0
+  gaps = [
+    abs(testing.aggregation_bias(_LOGITS, rewards, n, "dapo", policies=()).length_slope - target)
+    for n in (2, 4, 8)
+  ]
+  assert abs(grpo.length_slope - target) > gaps[0] > gaps[1] > gaps[2] > 0, gaps
+  dr = testing.aggregation_bias(_LOGITS, rewards, 4, "dr_grpo", policies=())
+  assert dr.length_slope == pytest.approx(target, rel=1e-9)
