@@ -5,7 +5,8 @@
 objective (max@k, pass@k, any ``maxk.rank_weights``) on a small softmax policy
 (``gradient_bias``, over all outcome tuples), and gives the exact mean and covariance
 of its gradient estimate (``gradient_moments``, over count vectors), for one prompt or a
-batch of prompts.
+batch of prompts.  ``aggregation_bias`` does the same for how GRPO, DAPO, Dr. GRPO and
+GSPO average a group's loss over tokens, on a small policy over token sequences.
 """
 
 from maxk._src.gradient_check import MAX_TUPLES
@@ -16,14 +17,28 @@ from maxk._src.gradient_check import gradient_bias
 from maxk._src.gradient_moments import MAX_COUNT_VECTORS
 from maxk._src.gradient_moments import GradientMoments
 from maxk._src.gradient_moments import gradient_moments
+from maxk._src.loss_aggregation import AGGREGATIONS
+from maxk._src.loss_aggregation import MAX_SEQUENCE_GROUPS
+from maxk._src.loss_aggregation import AggregationBias
+from maxk._src.loss_aggregation import aggregation_bias
+from maxk._src.loss_aggregation import expected_aggregated_gradient
+from maxk._src.loss_aggregation import sequence_objective_gradients
+from maxk._src.loss_aggregation import token_sequences
 
 __all__ = (
+  "AGGREGATIONS",
   "MAX_COUNT_VECTORS",
+  "MAX_SEQUENCE_GROUPS",
   "MAX_TUPLES",
+  "AggregationBias",
   "GradientBias",
   "GradientMoments",
+  "aggregation_bias",
   "exact_gradient",
+  "expected_aggregated_gradient",
   "expected_gradient",
   "gradient_bias",
   "gradient_moments",
+  "sequence_objective_gradients",
+  "token_sequences",
 )

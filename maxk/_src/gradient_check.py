@@ -25,6 +25,15 @@ in NumPy, JAX or anything that maps an array of rewards [..., n] to advantages o
 same shape.  Where A^n is too many tuples, the expectation is a Monte Carlo mean over
 sampled groups, with its standard error.
 
+One policy is not enough to call an estimator unbiased up to a factor: with 0/1
+rewards every advantage function gives E[ĝ] = w(p) ∇p (p = P(correct); the derivation
+of :func:`maxk.implied_prompt_weight` needs only that a_i depends on the rewards), so
+E[ĝ] = c·∇J at every policy, with c = w(p) / w_J(p).  It follows ∇J's field only when
+c is the same at every p; otherwise it ascends ∫ w(p) dp, another objective (pass@3
+advantages for pass@2: c = 3(1 − p)² / (2(1 − p)) = 1.5 (1 − p)).
+:func:`gradient_bias` therefore fits c at several policies and, for 0/1 rewards,
+reports w(p) on a grid of p.
+
 References: Williams, "Simple statistical gradient-following algorithms", Machine
 Learning 8 (1992) (the score-function estimator); David & Nagaraja, "Order
 Statistics" (3rd ed., 2003), Sec. 2.1; max@k: arXiv 2510.23393, Sec. 3.2.
@@ -32,7 +41,7 @@ Statistics" (3rd ed., 2003), Sec. 2.1; max@k: arXiv 2510.23393, Sec. 3.2.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import dataclasses
 import math
 
@@ -43,6 +52,9 @@ import numpy.typing as npt
 MAX_TUPLES = 2**20
 _CHUNK = 2**15  # Tuples per call of the advantage function.
 _Z = 4.0  # Standard errors a Monte Carlo bias may lie from 0 and still count as none.
+_LOGIT_STEP = 1.0  # How far gradient_bias's automatic policies move the logits.
+#: P(correct) at which gradient_bias reports the prompt weight w(p) of 0/1 rewards.
+_WEIGHT_GRID = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 AdvantageFn = Callable[[np.ndarray], npt.ArrayLike]
 
@@ -51,7 +63,8 @@ AdvantageFn = Callable[[np.ndarray], npt.ArrayLike]
 class GradientBias:
   """What :func:`gradient_bias` found.
 
-  For a batch (``probs`` [P, A]) every [A] below is [P, A].
+  For a batch (``probs`` [P, A]) every [A] below is [P, A], and every [m] or [G] is
+  [m, P] or [G, P] (one value per prompt).
 
   Attributes:
     expected: [A] E[ĝ], the advantage function's expected gradient w.r.t. the logits.
@@ -61,10 +74,27 @@ class GradientBias:
     variance: [A] Var[ĝ] of one group's estimate, per logit.
     relative_bias: ‖bias‖ / ‖exact‖ (inf when the exact gradient is 0 and the bias is not).
     scale: c minimising ‖expected − c·exact‖ (least squares; nan when exact is 0).
-    verdict: "unbiased"; "unbiased up to a factor c" (expected = c·exact with c > 0
-      and c != 1: it ascends the objective, at another step size, as a z-scored or
-      rescaled estimator does); or "biased".
+    verdict: "unbiased"; "unbiased up to a constant factor c" (expected = c·exact with
+      the same c > 0 at every compared policy: it follows the objective's gradient
+      field at another step size, as RLOO on GRPO's per-sample scale does); "a factor
+      c that changes with the policy (c from x to y)", with 0/1 rewards followed by
+      ": follows another objective" and the name of one that matches, e.g.
+      "(pass@3)"; "unbiased up to a factor c" (only with ``policies=()``: c > 0 at
+      the one policy compared); or "biased".  See :func:`gradient_bias`.
     method: "exact" (all A^n, or A^(P·n), tuples enumerated) or "monte carlo (m groups)".
+    policies: [m, A] the compared policies' probabilities, the given one first.
+    scales: [m] the least-squares c of expected ≈ c·exact at each compared policy
+      (per prompt; nan where the exact gradient is 0).
+    scale_range: (min, max) of c over the compared policies and, for 0/1 rewards
+      unless ``policies=()``, the grid ``implied_weight_p``.
+    implied_weight_p: [G] for rewards with two values (0/1): the P(correct) p at which
+      the prompt weight is reported (None otherwise, or when 2^n is too many tuples).
+    implied_weight: [G] w(p) with E[ĝ] = w(p)·∇p on two arms at P(correct) = p (for
+      a batch: every prompt at p), :func:`maxk.implied_prompt_weight`'s weight, here
+      by enumeration in float64 (any advantage function, also cross-prompt ones).
+    implied_weight_ratio: [G] w(p) / w_objective(p): the factor c at p.
+    implied_objective: "pass@j" or "c·pass@j" when w(p) is (c times) pass@j's weight
+      (high − low)·j(1 − p)^(j−1) on the grid (j <= n), else "".
   """
 
   expected: np.ndarray
@@ -76,6 +106,13 @@ class GradientBias:
   scale: float
   verdict: str
   method: str
+  policies: np.ndarray | None = None
+  scales: np.ndarray | None = None
+  scale_range: tuple[float, float] = (math.nan, math.nan)
+  implied_weight_p: np.ndarray | None = None
+  implied_weight: np.ndarray | None = None
+  implied_weight_ratio: np.ndarray | None = None
+  implied_objective: str = ""
 
 
 def _policy(probs: npt.ArrayLike, rewards: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -286,6 +323,110 @@ def _monte_carlo_moments(
   return mean, variance, np.sqrt(variance / num_samples)
 
 
+def _moments(
+  advantage_fn: AdvantageFn,
+  p_PxA: np.ndarray,
+  r_PxA: np.ndarray,
+  n: int,
+  batched: bool,
+  num_samples: int,
+  seed: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+  """E[ĝ], Var[ĝ], the standard error of E[ĝ] ([P·A] each) and whether it is exact."""
+  if p_PxA.shape[1] ** (n * p_PxA.shape[0]) <= MAX_TUPLES:
+    expected, variance = _exact_moments(advantage_fn, p_PxA, r_PxA, n, batched)
+    return expected, variance, np.zeros_like(expected), True
+  expected, variance, se = _monte_carlo_moments(
+    advantage_fn, p_PxA, r_PxA, n, batched, num_samples, seed
+  )
+  return expected, variance, se, False
+
+
+@dataclasses.dataclass(frozen=True)
+class _Fit:
+  """expected ≈ c·exact per prompt: c [P] (nan where exact is 0), its tolerance [P], and
+  whether the residual is within tolerance for every prompt."""
+
+  scale: np.ndarray
+  tolerance: np.ndarray
+  parallel: bool
+
+
+def _fit(
+  expected_PxA: np.ndarray,
+  exact_PxA: np.ndarray,
+  se_PxA: np.ndarray,
+  exact_moments: bool,
+  rtol: float,
+  atol: float,
+) -> _Fit:
+  norm_P = np.linalg.norm(exact_PxA, axis=-1)
+  safe_P = np.where(norm_P > 0, norm_P, 1.0)
+  c_P = np.where(norm_P > 0, np.sum(expected_PxA * exact_PxA, axis=-1) / safe_P**2, np.nan)
+  residual = expected_PxA - np.nan_to_num(c_P)[:, None] * exact_PxA
+  if exact_moments:
+    slack_P = rtol * np.abs(np.nan_to_num(c_P)) * norm_P + atol
+    parallel = bool(np.all(np.linalg.norm(residual, axis=-1) <= slack_P))
+    tol_P = rtol * np.abs(c_P) + atol / safe_P
+  else:
+    parallel = bool(np.all(np.abs(residual) <= _Z * se_PxA + 1e-12))
+    tol_P = _Z * np.linalg.norm(se_PxA * exact_PxA, axis=-1) / safe_P**2 + 1e-12
+  return _Fit(c_P, np.where(norm_P > 0, tol_P, np.nan), parallel)
+
+
+def _perturbed_policies(p_PxA: np.ndarray, r_PxA: np.ndarray) -> list[np.ndarray]:
+  """Three deterministic policies around the given one, [P, A] each.
+
+  The logits log π move by ±_LOGIT_STEP along the rewards' direction (r − mean r) /
+  (max r − min r), which moves P(correct) both ways for 0/1 rewards, and by
+  _LOGIT_STEP along the arms' alternating signs, a direction unrelated to the rewards.
+  Arms of probability 0 keep it.
+  """
+  live = p_PxA > 0
+  logits = np.log(np.where(live, p_PxA, 1.0))
+  span = np.ptp(r_PxA, axis=-1, keepdims=True)
+  toward = np.where(
+    span > 0, (r_PxA - r_PxA.mean(axis=-1, keepdims=True)) / np.where(span > 0, span, 1.0), 0.0
+  )
+  alternating = np.where(np.arange(p_PxA.shape[1]) % 2 == 0, 1.0, -1.0)[None, :]
+  out = []
+  for direction in (toward, -toward, alternating):
+    z = np.where(live, logits + _LOGIT_STEP * direction, -np.inf)
+    q = np.exp(z - z.max(axis=-1, keepdims=True))
+    out.append(q / q.sum(axis=-1, keepdims=True))
+  return out
+
+
+def _binary_values(r: np.ndarray) -> tuple[float, float] | None:
+  values = np.unique(r)
+  return (float(values[0]), float(values[1])) if values.size == 2 else None
+
+
+def _implied_objective(
+  weight_GxP: np.ndarray,
+  grid_G: np.ndarray,
+  low: float,
+  high: float,
+  n: int,
+  rtol: float,
+  atol: float,
+) -> str:
+  """The name of w(p) when it is (c times) (high − low)·j(1 − p)^(j−1), pass@j's weight,
+  on the grid (j <= n): "pass@j" or "c·pass@j"; else "".  w's rounding is atol / (p(1 − p))."""
+  w = weight_GxP.reshape(-1)
+  rounding = np.broadcast_to((1 / (grid_G * (1 - grid_G)))[:, None], weight_GxP.shape)
+  slack = 10 * rtol * float(np.linalg.norm(w)) + atol * float(np.linalg.norm(rounding))
+  if float(np.linalg.norm(w)) <= slack:
+    return ""
+  for j in range(1, n + 1):
+    v = np.broadcast_to(((high - low) * j * (1 - grid_G) ** (j - 1))[:, None], weight_GxP.shape)
+    v = v.reshape(-1)
+    factor = float(w @ v / (v @ v))
+    if float(np.linalg.norm(w - factor * v)) <= slack:
+      return f"pass@{j}" if abs(factor - 1) <= 10 * rtol else f"{factor:.4g}·pass@{j}"
+  return ""
+
+
 def gradient_bias(
   advantage_fn: AdvantageFn,
   probs: npt.ArrayLike,
@@ -296,25 +437,52 @@ def gradient_bias(
   num_samples: int = 200_000,
   seed: int = 0,
   rtol: float = 1e-5,
+  policies: Sequence[npt.ArrayLike] | None = None,
 ) -> GradientBias:
   """The bias and variance of an advantage function for a rank objective, with a verdict.
 
   Compares :func:`expected_gradient` (exact when A^n <= ``MAX_TUPLES``, else a Monte
   Carlo mean over ``num_samples`` groups drawn with ``seed``) with
-  :func:`exact_gradient` of the objective given by ``weights``.  For a batch of P
+  :func:`exact_gradient` of the objective given by ``weights``, at the given policy
+  and at a few others (``policies``), to tell an estimator of the objective's gradient
+  at another step size from one that follows another objective.  For a batch of P
   prompts (``probs`` and ``rewards`` [P, A], a product policy) the objective is the sum
   over prompts, every [A] below is [P, A], enumeration needs A^(P·n) <= ``MAX_TUPLES``,
   ``advantage_fn`` sees all prompts at once (rewards [..., P, n]: cross-prompt
-  estimators), and the norms, the scale and the verdict are over all P·A logits.
-  Verdicts:
+  estimators), the norms and ``scale`` are over all P·A logits, and the factor c is
+  fitted per prompt (a factor that differs between the prompts of one batch is a
+  factor that changes with the policy).
 
-  * exact: "unbiased" when ‖bias‖ <= rtol·‖exact‖ + atol, with atol = rtol·max|r|
-    (float32 advantage functions are exact to about 1e-7 relative);
-  * Monte Carlo: "unbiased" when every logit's bias is within 4 standard errors of 0
-    (about 6e-5 two-sided per logit);
-  * "unbiased up to a factor c" when the same test passes for expected − c·exact with
-    the least-squares c > 0 (c != 1 beyond the tolerance);
-  * otherwise "biased"; ``relative_bias`` then says how large the bias is.
+  Why several policies.  With 0/1 rewards every advantage function's expected
+  gradient is w(p)·∇p, p = P(correct) (:func:`maxk.implied_prompt_weight`), always
+  along the pass@k gradient: GRPO, r − mean or pass@3 advantages used for pass@2 all
+  point the right way at any one policy, with a factor c(p) = w(p) / w_objective(p)
+  that changes with p: they ascend ∫ w(p) dp, another objective.  A rescaled
+  estimator of the objective's gradient has the same c everywhere.
+
+  Verdicts, from the fits expected ≈ c·exact (per prompt) at the given policy, at
+  ``policies`` and, for rewards with two values (0/1), on the grid of p in
+  ``implied_weight_p`` (two arms, enumerated when 2^n, or 2^(P·n), is at most
+  ``MAX_TUPLES``).  Cost: one enumeration (or Monte Carlo run) per compared policy,
+  plus five of 2^n tuples for 0/1 rewards.
+
+  * "unbiased": at the given policy ‖bias‖ <= rtol·‖exact‖ + atol, with atol =
+    rtol·max|r| (exact; float32 advantage functions are exact to about 1e-7 relative),
+    or every logit's bias within 4 standard errors of 0 (Monte Carlo, about 6e-5
+    two-sided per logit), and c = 1 within tolerance at every compared policy;
+  * "unbiased up to a constant factor c": expected = c·exact with the same c > 0 at
+    every compared policy (c != 1): a rescaled estimator that follows the objective's
+    gradient field at another step size (RLOO's n, a fixed temperature);
+  * "a factor c that changes with the policy (c from x to y)": expected = c·exact at
+    every compared policy but c differs between them (by more than rtol·|c| + atol
+    /‖exact‖ exact, 4 standard errors Monte Carlo); with 0/1 rewards followed by
+    ": follows another objective" and, when w(p) on the grid is a multiple of pass@j's
+    j(1 − p)^(j−1), by its name, e.g. "(pass@3)";
+  * "unbiased up to a factor c": only with ``policies=()``, c > 0 at the one policy
+    compared, which cannot tell the two verdicts above apart;
+  * "biased": expected is not a multiple of exact at the given policy (or a negative
+    one) or at one of the other policies; ``relative_bias`` says how large the bias
+    is at the given policy.
 
   Args:
     advantage_fn: callable from rewards [..., n] to advantages [..., n] (NumPy or JAX);
@@ -325,8 +493,14 @@ def gradient_bias(
     weights: [k] the objective's rank weights (``maxk.rank_weights("max", k)`` for
       max@k, also pass@k with 0/1 rewards).
     num_samples: groups drawn when enumeration is too large.
-    seed: the Monte Carlo seed.
+    seed: the Monte Carlo seed (policy i of ``policies`` uses seed + 1 + i).
     rtol: relative tolerance of the exact check.
+    policies: other arm probabilities (each the shape of ``probs``, same rewards) at
+      which c is compared. None: three deterministic ones, the logits log π moved by
+      ±1 along (r − mean r) / (max r − min r) and by 1 along alternating signs
+      (for 0/1 rewards on two arms the logit of P(correct) moves by +1, −1 and −2);
+      a sequence (or an [m, A] / [m, P, A] array) of them; ``()``: none, and the 0/1
+      grid is then reported but not compared.
 
   Returns:
     A :class:`GradientBias`.
@@ -352,30 +526,105 @@ def gradient_bias(
   if not (np.isfinite(rtol) and rtol > 0):
     raise ValueError(f"rtol must be positive, got {rtol!r}")
   batched, p_PxA, r_PxA = p.ndim == 2, np.atleast_2d(p), np.atleast_2d(r)
-  exact = exact_gradient(p, r, w).reshape(-1)
-  if p.shape[-1] ** (n * p_PxA.shape[0]) <= MAX_TUPLES:
-    expected, variance = _exact_moments(advantage_fn, p_PxA, r_PxA, n, batched)
-    se = np.zeros_like(expected)
-    method = "exact"
+  if policies is None:
+    others = _perturbed_policies(p_PxA, r_PxA)
   else:
-    expected, variance, se = _monte_carlo_moments(
-      advantage_fn, p_PxA, r_PxA, n, batched, int(num_samples), seed
-    )
-    method = f"monte carlo ({int(num_samples)} groups)"
-  bias = expected - exact
-  norm_exact = float(np.linalg.norm(exact))
+    if isinstance(policies, np.ndarray) and policies.ndim >= 2:
+      policies = list(policies)
+    if isinstance(policies, (str, bytes)) or not isinstance(policies, Sequence):
+      raise ValueError(f"policies must be a sequence of probs arrays or None, got {policies!r}")
+    others = []
+    for q in policies:
+      try:
+        q_arr, _ = _policy(q, r)
+      except ValueError as e:
+        raise ValueError(f"policies: each must be probs for the same rewards: {e}") from e
+      others.append(np.atleast_2d(q_arr))
+  compare_grid = policies is None or len(others) > 0
+  num_samples = int(num_samples)
   atol = rtol * float(np.max(np.abs(r)))
 
-  def within(residual: np.ndarray, reference: float) -> bool:
-    if method == "exact":
-      return float(np.linalg.norm(residual)) <= rtol * reference + atol
-    return bool(np.all(np.abs(residual) <= _Z * se + 1e-12))
+  def measure(
+    q_PxA: np.ndarray, q_seed: int
+  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, _Fit]:
+    expected, variance, se, is_exact = _moments(
+      advantage_fn, q_PxA, r_PxA, n, batched, num_samples, q_seed
+    )
+    exact = exact_gradient(q_PxA, r_PxA, w).reshape(-1)
+    fit = _fit(
+      expected.reshape(q_PxA.shape),
+      exact.reshape(q_PxA.shape),
+      se.reshape(q_PxA.shape),
+      is_exact,
+      rtol,
+      atol,
+    )
+    return expected, variance, se, exact, is_exact, fit
 
+  expected, variance, se, exact, is_exact, given = measure(p_PxA, seed)
+  method = "exact" if is_exact else f"monte carlo ({num_samples} groups)"
+  fits = [given] + [measure(q, seed + 1 + i)[-1] for i, q in enumerate(others)]
+
+  # 0/1 rewards: the prompt weight w(p) on a grid, every prompt on two arms at p.
+  binary = _binary_values(r)
+  grid_p = weight = ratio = None
+  implied = ""
+  if binary is not None and 2 ** (n * p_PxA.shape[0]) <= MAX_TUPLES:
+    low, high = binary
+    grid_p = np.asarray(_WEIGHT_GRID)
+    two_r = np.tile([low, high], (p_PxA.shape[0], 1))
+    rows_w, rows_obj = [], []
+    for q in grid_p:
+      two_p = np.tile([1 - q, q], (p_PxA.shape[0], 1))
+      mean_PxA = _exact_moments(advantage_fn, two_p, two_r, n, batched)[0].reshape(two_p.shape)
+      exact_PxA = exact_gradient(two_p, two_r, w)
+      # ∇_logits p = p(1 − p)·(−1, 1): the correct arm's entry over p(1 − p) is the weight.
+      rows_w.append(mean_PxA[:, 1] / (q * (1 - q)))
+      rows_obj.append(exact_PxA[:, 1] / (q * (1 - q)))
+      if compare_grid:
+        fits.append(_fit(mean_PxA, exact_PxA, np.zeros_like(mean_PxA), True, rtol, atol))
+    w_GxP, obj_GxP = np.array(rows_w), np.array(rows_obj)
+    with np.errstate(divide="ignore", invalid="ignore"):
+      ratio_GxP = np.where(obj_GxP != 0, w_GxP / obj_GxP, np.nan)
+    implied = _implied_objective(w_GxP, grid_p, low, high, n, rtol, atol)
+    weight, ratio = (w_GxP, ratio_GxP) if batched else (w_GxP[:, 0], ratio_GxP[:, 0])
+
+  bias = expected - exact
+  norm_exact = float(np.linalg.norm(exact))
+  if is_exact:
+    unbiased_here = float(np.linalg.norm(bias)) <= rtol * norm_exact + atol
+  else:
+    unbiased_here = bool(np.all(np.abs(bias) <= _Z * se + 1e-12))
   scale = float(expected @ exact / norm_exact**2) if norm_exact > 0 else float("nan")
-  if within(bias, norm_exact):
+  c_all = np.concatenate([f.scale for f in fits])
+  tol_all = np.concatenate([f.tolerance for f in fits])
+  finite = np.isfinite(c_all)
+  c_fin, tol_fin = c_all[finite], tol_all[finite]
+  scale_range = (float(c_fin.min()), float(c_fin.max())) if c_fin.size else (math.nan, math.nan)
+  all_parallel = all(f.parallel for f in fits)
+  if c_fin.size:
+    reference = int(np.argmin(tol_fin))  # The best-determined c.
+    constant = bool(np.all(np.abs(c_fin - c_fin[reference]) <= tol_fin + tol_fin[reference]))
+    near_one = bool(np.all(np.abs(c_fin - 1) <= tol_fin))
+  else:
+    constant, near_one = True, True
+  if not all_parallel:
+    verdict = "unbiased" if unbiased_here and len(fits) == 1 else "biased"
+  elif unbiased_here and near_one:
     verdict = "unbiased"
-  elif norm_exact > 0 and scale > 0 and within(expected - scale * exact, scale * norm_exact):
-    verdict = f"unbiased up to a factor {scale:.6g}"
+  elif constant and c_fin.size and scale_range[0] > 0:
+    c = float(np.median(c_fin))
+    if len(fits) == 1:
+      verdict = f"unbiased up to a factor {c:.6g}"
+    else:
+      verdict = f"unbiased up to a constant factor {c:.6g}"
+  elif not constant:
+    low_c, high_c = scale_range
+    verdict = f"a factor c that changes with the policy (c from {low_c:.4g} to {high_c:.4g})"
+    if binary is not None:
+      verdict += ": follows another objective"
+      if implied:
+        verdict += f" ({implied})"
   else:
     verdict = "biased"
   norm_bias = float(np.linalg.norm(bias))
@@ -384,6 +633,8 @@ def gradient_bias(
   else:
     relative = 0.0 if norm_bias == 0 else float("inf")
   shape = p.shape
+  compared = np.stack([p_PxA] + others)
+  scales = np.stack([f.scale for f in fits[: 1 + len(others)]])
   return GradientBias(
     expected.reshape(shape),
     exact.reshape(shape),
@@ -394,4 +645,11 @@ def gradient_bias(
     scale,
     verdict,
     method,
+    policies=compared if batched else compared[:, 0],
+    scales=scales if batched else scales[:, 0],
+    scale_range=scale_range,
+    implied_weight_p=grid_p,
+    implied_weight=weight,
+    implied_weight_ratio=ratio,
+    implied_objective=implied,
   )

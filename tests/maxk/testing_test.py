@@ -1,6 +1,7 @@
 """maxk.testing: the public bias checker, against brute force and on known estimators."""
 
 import itertools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -119,7 +120,7 @@ def test_peers_with_unbiased_claims_pass_on_their_own_scale():
     maxk.rloo_advantages, _PROBS, _REWARDS, n, maxk.rank_weights("max", 1)
   )
   # RLOO's Σ_i a_i ∇log π(y_i) estimates n ∇E[r] (GRPO's per-sample loss scale).
-  assert rloo.verdict == f"unbiased up to a factor {n}", rloo
+  assert rloo.verdict == f"unbiased up to a constant factor {n}", rloo
   # MaxRL (no control variate) follows ∇ Σ_{k<=n} pass@k / k on the same scale.
   objective = sum(
     maxk.lift_rank_weights(maxk.rank_weights("max", k), n) / k for k in range(1, n + 1)
@@ -127,7 +128,7 @@ def test_peers_with_unbiased_claims_pass_on_their_own_scale():
   maxrl = testing.gradient_bias(
     lambda c: maxk.maxrl_advantages(c, control_variate=False), _PROBS, binary, n, objective
   )
-  assert maxrl.verdict == f"unbiased up to a factor {n}", maxrl
+  assert maxrl.verdict == f"unbiased up to a constant factor {n}", maxrl
   # max-minus-second estimates ∇ max@n.
   mms = testing.gradient_bias(
     maxk.max_minus_second_advantages, _PROBS, _REWARDS, n, maxk.rank_weights("max", n)
@@ -141,7 +142,7 @@ def test_numpy_estimators_are_checked_like_jax_ones():
     return r - (r.sum(axis=-1, keepdims=True) - r) / (n - 1)
 
   check = testing.gradient_bias(rloo_numpy, _PROBS, _REWARDS, 4, maxk.rank_weights("max", 1))
-  assert check.verdict == "unbiased up to a factor 4"
+  assert check.verdict == "unbiased up to a constant factor 4"
   np.testing.assert_allclose(
     check.expected, testing.expected_gradient(maxk.rloo_advantages, _PROBS, _REWARDS, 4), rtol=1e-6
   )
@@ -178,10 +179,12 @@ def test_the_three_biased_transforms_are_flagged_with_the_size_of_their_bias(nam
   )
 
 
-def test_a_z_score_on_binary_rewards_is_unbiased_up_to_a_factor():
-  # With 0/1 rewards GRPO's expected gradient is w(p)·∇p: the right direction.
-  check = testing.gradient_bias(maxk.grpo_advantages, [0.7, 0.3], [0.0, 1.0], 6, [1.0])
+def test_a_z_score_on_binary_rewards_points_the_right_way_at_one_policy_only():
+  # With 0/1 rewards GRPO's expected gradient is w(p)·∇p: the right direction, and
+  # with policies=() (one policy compared) the verdict is the single-policy one.
+  check = testing.gradient_bias(maxk.grpo_advantages, [0.7, 0.3], [0.0, 1.0], 6, [1.0], policies=())
   assert check.verdict.startswith("unbiased up to a factor") and check.scale > 1, check
+  assert check.scales.shape == (1,) and check.policies.shape == (1, 2)
 
 
 def test_monte_carlo_when_enumeration_is_too_large():
@@ -292,3 +295,216 @@ def test_bad_batch_input_is_named():
     testing.gradient_bias(fn, [[0.5, 0.5]] * 2, [0.0, 1.0], 3, w)
   with pytest.raises(ValueError, match="rewards"):
     testing.exact_gradient([[0.5, 0.5]] * 2, [[0.0, 1.0]] * 3, w)
+
+
+# ----------------------------------------------------------------------------
+# A factor that changes with the policy: estimators that follow another objective.
+# With 0/1 rewards E[ĝ] = w(p)·∇p for every advantage function (p = P(correct)), so
+# the factor c(p) = w(p) / w_objective(p); the closed forms below are derived by hand.
+# ----------------------------------------------------------------------------
+
+
+def _binomial_weight(a_success, a_failure, n, p):
+  """w(p) = n Σ_c C(n−1, c) p^c (1−p)^(n−1−c) (a_success(c+1) − a_failure(c)).
+
+  Sample 1's outcome o_1 decides E[∇log π(y_1) | o_1] = ±∇p / p(1−p)·(p or 1−p); the
+  other n − 1 samples hold c ~ Bin(n − 1, p) correct.
+  """
+  return n * sum(
+    math.comb(n - 1, c) * p**c * (1 - p) ** (n - 1 - c) * (a_success(c + 1) - a_failure(c))
+    for c in range(n)
+  )
+
+
+def _grpo_numpy(r):  # Population std; a group with one outcome gets 0.
+  std = r.std(axis=-1, keepdims=True)
+  return np.where(std > 0, (r - r.mean(axis=-1, keepdims=True)) / np.where(std > 0, std, 1), 0.0)
+
+
+def _grpo_factor(n):
+  # m correct of n: mean m/n, std √(m(n−m))/n, so a correct sample gets √((n−m)/m)
+  # and an incorrect one −√(m/(n−m)); all-equal groups get 0. Objective pass@1: w = 1.
+  def a_s(m):
+    return math.sqrt((n - m) / m) if m < n else 0.0
+
+  def a_f(m):
+    return -math.sqrt(m / (n - m)) if m > 0 else 0.0
+
+  return lambda p: _binomial_weight(a_s, a_f, n, p)
+
+
+def _minus_mean(r):
+  return r - r.mean(axis=-1, keepdims=True)
+
+
+def _max_minus_second_for_all(r):
+  """verl's grpo_passk credit max − second, given to every sample, not the best only."""
+  top = np.sort(r, axis=-1)
+  return np.broadcast_to(top[..., -1:] - top[..., -2:-1], r.shape).copy()
+
+
+def _correct_mass(policies, rewards):
+  return np.sum(np.asarray(policies) * (np.asarray(rewards) == 1), axis=-1)
+
+
+_GRID = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
+
+
+@pytest.mark.parametrize(
+  "name, transform, n, k, factor, implied",
+  [
+    # pass@3 (unbiased, w = 3(1−p)²) for pass@2 (w = 2(1−p)): c = 1.5(1 − p).
+    ("pass@3 on pass@2", lambda r: maxk.max_at_k_advantages(r, 3), 5, 2,
+     lambda p: 1.5 * (1 - p), "pass@3"),
+    # r − mean: a correct sample's advantage exceeds an incorrect one's by (n−1)/n
+    # whatever the others are, so w = n−1 (E[r] at scale n−1); pass@2: c = 3/(2(1−p)).
+    ("r - mean on pass@2", _minus_mean, 4, 2, lambda p: 3 / (2 * (1 - p)), "3·pass@1"),
+    ("grpo on pass@1", _grpo_numpy, 6, 1, _grpo_factor(6), ""),
+    # max − second for all: E[ĝ] = ∇E[X_(n) − X_(n−1)] = ∇ n p (1−p)^(n−1)
+    # = n (1−p)^(n−2) (1 − n p) ∇p; pass@n has w = n (1−p)^(n−1): c = (1 − n p)/(1 − p).
+    ("max - second for all on pass@4", _max_minus_second_for_all, 4, 4,
+     lambda p: (1 - 4 * p) / (1 - p), ""),
+  ],
+)  # fmt: skip
+def test_binary_estimators_of_another_objective_are_named(name, transform, n, k, factor, implied):
+  probs, rewards = np.array([0.65, 0.2, 0.15]), np.array([0.0, 1.0, 0.0])
+  check = testing.gradient_bias(transform, probs, rewards, n, maxk.rank_weights("max", k))
+  p_each = _correct_mass(check.policies, rewards)
+  assert p_each[0] == pytest.approx(0.2) and len(p_each) == 4
+  want = np.array([factor(p) for p in p_each])
+  np.testing.assert_allclose(check.scales, want, rtol=1e-5, err_msg=name)
+  np.testing.assert_allclose(check.implied_weight_p, _GRID)
+  np.testing.assert_allclose(
+    check.implied_weight_ratio, [factor(p) for p in _GRID], rtol=1e-5, err_msg=name
+  )
+  everywhere = np.concatenate([want, [factor(p) for p in _GRID]])
+  np.testing.assert_allclose(check.scale_range, (everywhere.min(), everywhere.max()), rtol=1e-5)
+  low, high = (f"{v:.4g}" for v in check.scale_range)
+  tail = f" ({implied})" if implied else ""
+  assert check.verdict == (
+    f"a factor c that changes with the policy (c from {low} to {high}): "
+    f"follows another objective{tail}"
+  ), (name, check.verdict)
+  assert check.implied_objective == implied
+  # The weight is maxk.implied_prompt_weight's (float32 there).
+  np.testing.assert_allclose(
+    check.implied_weight, maxk.implied_prompt_weight(transform, _GRID, n), rtol=2e-5, atol=1e-5
+  )
+
+
+def test_pass3_advantages_for_pass2_have_the_issues_factors():
+  transform, w = (lambda r: maxk.max_at_k_advantages(r, 3)), maxk.rank_weights("max", 2)
+  for p, c in ((0.2, 1.2), (0.7, 0.45)):
+    check = testing.gradient_bias(transform, [1 - p, p], [0.0, 1.0], 4, w)
+    assert check.scales[0] == pytest.approx(c, rel=1e-6) == check.scale
+    assert check.verdict.endswith("follows another objective (pass@3)"), check.verdict
+
+
+def test_automatic_policies_move_the_logits_by_one_along_the_rewards_and_alternating_signs():
+  check = testing.gradient_bias(maxk.rloo_advantages, [0.8, 0.2], [0.0, 1.0], 3, [1.0])
+  logit = math.log(0.2 / 0.8)  # The correct arm's logit minus the other's.
+  sigmoid = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+  # ±(r − mean r)/(max r − min r) = ±(−1/2, 1/2) moves the logit gap by ±1; the
+  # alternating (+1, −1) by −2.
+  want = [0.2, sigmoid(logit + 1), sigmoid(logit - 1), sigmoid(logit - 2)]
+  np.testing.assert_allclose(check.policies[:, 1], want, rtol=1e-12)
+  # RLOO: w = n at every p, pass@1's w = 1: a constant factor 3 everywhere.
+  assert check.verdict == "unbiased up to a constant factor 3", check
+  np.testing.assert_allclose(check.scales, 3.0, rtol=1e-6)
+  np.testing.assert_allclose(check.implied_weight_ratio, 3.0, rtol=1e-6)
+  assert check.implied_objective == "3·pass@1"
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_unbiased_and_rescaled_estimators_keep_their_factor_at_every_policy(binary):
+  probs = np.array([0.5, 0.3, 0.2])
+  rewards = np.array([0.0, 1.0, 1.0]) if binary else np.array([0.0, 0.5, 1.0])
+  w = maxk.rank_weights("max", 2)
+  loo = lambda r: maxk.max_at_k_advantages(r, 2, baseline="loo")  # noqa: E731
+  check = testing.gradient_bias(loo, probs, rewards, 4, w)
+  assert check.verdict == "unbiased", check
+  np.testing.assert_allclose(check.scales, 1.0, rtol=1e-5)
+  twice = testing.gradient_bias(lambda r: 2 * np.asarray(loo(r)), probs, rewards, 4, w)
+  assert twice.verdict == "unbiased up to a constant factor 2", twice
+  np.testing.assert_allclose(twice.scale_range, (2.0, 2.0), rtol=1e-5)
+  if binary:
+    assert check.implied_objective == "pass@2" and twice.implied_objective == "2·pass@2"
+    np.testing.assert_allclose(twice.implied_weight, 2 * 2 * (1 - _GRID), rtol=1e-5)
+  else:
+    assert twice.implied_weight is None and twice.implied_objective == ""
+
+
+def test_a_biased_estimator_on_non_binary_rewards_reports_its_size():
+  # E[Σ_i (r_i − mean r) ∇log π(y_i)] = (n − 1) ∇E[r] (only j = i survives in
+  # E[r_j ∇log π(y_i)]), ∇_θ E[r] = π ⊙ (r − <π, r>); max@2's gradient by finite differences.
+  probs, rewards, n, w = _PROBS, _REWARDS, 4, maxk.rank_weights("max", 2)
+  check = testing.gradient_bias(_minus_mean, probs, rewards, n, w)
+  expected = (n - 1) * probs * (rewards - probs @ rewards)
+  exact = _brute_logit_gradient(probs, rewards, w)
+  assert check.verdict == "biased", check
+  assert check.relative_bias == pytest.approx(
+    np.linalg.norm(expected - exact) / np.linalg.norm(exact), rel=1e-5
+  )
+  assert check.implied_weight is None
+
+
+def _brute_batch_weight(transform, p, n, num_prompts=2):
+  """w_i(p) of each prompt when all prompts are at P(correct) = p, over all 0/1 outcomes."""
+  total = np.zeros(num_prompts)
+  for outcome in itertools.product((0.0, 1.0), repeat=num_prompts * n):
+    o = np.array(outcome).reshape(num_prompts, n)
+    prob = p ** o.sum() * (1 - p) ** (o.size - o.sum())
+    a = np.asarray(transform(o[None]))[0]
+    total += prob * np.sum(a * (o - p), axis=-1)  # The correct arm's ∇_θ log π is o − p.
+  return total / (p * (1 - p))  # ∇_θ p on the correct arm is p(1 − p).
+
+
+def test_a_cross_prompt_z_score_on_binary_rewards_follows_another_objective():
+  p_batch = np.array([[0.7, 0.3], [0.7, 0.3]])
+  r_batch = np.array([[0.0, 1.0], [0.0, 1.0]])
+  n = 3
+  check = testing.gradient_bias(_batch_z_score, p_batch, r_batch, n, [1.0])
+  assert check.scales.shape == (4, 2) and check.implied_weight.shape == (5, 2)
+  # Both prompts at the same p at every compared policy; pass@1's weight is 1.
+  p_each = check.policies[:, 0, 1]
+  np.testing.assert_allclose(check.policies[:, 1, 1], p_each)
+  want = np.array([_brute_batch_weight(_batch_z_score, p, n) for p in p_each])
+  np.testing.assert_allclose(check.scales, want, rtol=1e-6)
+  grid = np.array([_brute_batch_weight(_batch_z_score, p, n) for p in _GRID])
+  np.testing.assert_allclose(check.implied_weight, grid, rtol=1e-6)
+  every = np.concatenate([want.ravel(), grid.ravel()])
+  np.testing.assert_allclose(check.scale_range, (every.min(), every.max()), rtol=1e-6)
+  assert check.verdict.startswith("a factor c that changes with the policy"), check.verdict
+  assert check.verdict.endswith("follows another objective"), check.verdict
+
+
+def test_per_prompt_grpo_on_a_batch_has_a_factor_per_prompt():
+  p_batch = np.array([[0.8, 0.2], [0.4, 0.6]])
+  r_batch = np.array([[0.0, 1.0], [0.0, 1.0]])
+  n, factor = 4, _grpo_factor(4)
+  check = testing.gradient_bias(_grpo_numpy, p_batch, r_batch, n, [1.0], policies=())
+  np.testing.assert_allclose(check.scales[0], [factor(0.2), factor(0.6)], rtol=1e-6)
+  # One policy, two prompts, two factors: it reweights the prompts.
+  assert check.verdict.startswith("a factor c that changes with the policy"), check.verdict
+
+
+def test_bad_policies_are_named():
+  fn, w = maxk.rloo_advantages, [1.0]
+  with pytest.raises(ValueError, match="policies"):
+    testing.gradient_bias(fn, [0.5, 0.5], [0.0, 1.0], 3, w, policies=[[0.5, 0.2]])
+  with pytest.raises(ValueError, match="policies"):
+    testing.gradient_bias(fn, [0.5, 0.5], [0.0, 1.0], 3, w, policies=[[0.2, 0.3, 0.5]])
+  with pytest.raises(ValueError, match="policies"):
+    testing.gradient_bias(fn, [0.5, 0.5], [0.0, 1.0], 3, w, policies="auto")
+
+
+def test_monte_carlo_policies_with_an_exact_binary_grid():
+  # 6^9 tuples: Monte Carlo at the four policies; the 0/1 grid (2^9 tuples) is exact.
+  probs, rewards, n = np.full(6, 1 / 6), np.array([0.0, 1.0, 0.0, 0.0, 1.0, 0.0]), 9
+  check = testing.gradient_bias(_grpo_numpy, probs, rewards, n, [1.0], num_samples=20_000)
+  assert check.method == "monte carlo (20000 groups)", check
+  np.testing.assert_allclose(check.implied_weight_ratio, [_grpo_factor(n)(p) for p in _GRID])
+  assert check.verdict.endswith("follows another objective"), check.verdict
+  # Each policy's c is within a few standard errors of the hand formula.
+  p_each = _correct_mass(check.policies, rewards)
+  np.testing.assert_allclose(check.scales, [_grpo_factor(n)(p) for p in p_each], rtol=0.05)
