@@ -5,7 +5,8 @@
 objective (max@k, pass@k, any ``maxk.rank_weights``) on a small softmax policy
 (``gradient_bias``, over all outcome tuples), and gives the exact mean and covariance
 of its gradient estimate (``gradient_moments``, over count vectors), for one prompt or a
-batch of prompts.
+batch of prompts, and the least variance any leave-one-out baseline can reach
+(``variance_floor``, a weighted least-squares problem over count vectors).
 """
 
 from maxk._src.gradient_check import MAX_TUPLES
@@ -16,14 +17,20 @@ from maxk._src.gradient_check import gradient_bias
 from maxk._src.gradient_moments import MAX_COUNT_VECTORS
 from maxk._src.gradient_moments import GradientMoments
 from maxk._src.gradient_moments import gradient_moments
+from maxk._src.variance_floors import MAX_FLOOR_ENTRIES
+from maxk._src.variance_floors import VarianceFloor
+from maxk._src.variance_floors import variance_floor
 
 __all__ = (
   "MAX_COUNT_VECTORS",
+  "MAX_FLOOR_ENTRIES",
   "MAX_TUPLES",
   "GradientBias",
   "GradientMoments",
+  "VarianceFloor",
   "exact_gradient",
   "expected_gradient",
   "gradient_bias",
   "gradient_moments",
+  "variance_floor",
 )
