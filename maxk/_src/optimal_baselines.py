@@ -6,7 +6,7 @@ baseline that minimises E‖ĝ‖² is
   b* = E[r ‖∇log π(y)‖²] / E[‖∇log π(y)‖²]
 
 (Greensmith, Bartlett & Baxter, "Variance reduction techniques for gradient
-estimates in reinforcement learning", JMLR 5 (2004), Sec. 3: each outcome's reward
+estimates in reinforcement learning", JMLR 5 (2004): each outcome's reward
 weighted by the squared norm of its score).  For a softmax over arms with logits θ,
 ∇_θ log π(y) = e_y − π and ‖e_y − π‖² = 1 − 2π_y + ‖π‖².  A trainer estimates b*
 from its group: with weights w_i = ‖∇log π(y_i)‖² (or a proxy of them),
@@ -20,9 +20,9 @@ The plug-in baseline depends on y_i, so Σ_i (r_i − b) ∇log π(y_i) is biase
 
 The same formula ships under two other names:
 
-* OPO (Hao et al., "On-Policy RL with Optimal Reward Baseline", arXiv 2505.23585,
-  Sec. 3): w_i = L_i, the length of response i (the paper's proxy for the squared
-  score norm of a sequence, a sum of L_i per-token terms), in the plug-in form.
+* OPO (Hao et al., "On-Policy RL with Optimal Reward Baseline", arXiv 2505.23585):
+  w_i = L_i, the length of response i (the paper's proxy for the squared score norm
+  of a sequence, a sum of L_i per-token terms), in the plug-in form.
 * verl's ``optimal_token_baseline`` (``compute_optimal_token_baseline_advantage``;
   arXiv 2602.07078): per token t, B_t = Σ_i G_t^i W_t^i / (Σ_i W_t^i + ε) over the
   group's responses still alive at t, with W_t^i = Σ_{j<=t} (1 − 2π(y_j^i) + Σπ²)
