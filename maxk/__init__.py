@@ -36,6 +36,7 @@ from maxk._src.metrics import max_at_k
 from maxk._src.metrics import pass_at_k
 from maxk._src.off_policy import max_at_k_advantages_off_policy
 from maxk._src.off_policy import max_at_k_surrogate
+from maxk._src.optimal_baselines import optimal_baseline_advantages
 from maxk._src.order_stats_exact import order_stat_exact
 from maxk._src.peers import grpo_advantages
 from maxk._src.peers import max_minus_second_advantages
@@ -61,6 +62,7 @@ from maxk._src.uncertainty import mean_with_interval
 from maxk._src.uncertainty import paired_difference
 from maxk._src.uncertainty import pass_at_k_posterior
 from maxk._src.uncertainty import variance_split
+from maxk._src.unlikeliness import unlikeliness_advantages
 from maxk._version import __version__ as __version__
 
 __all__ = (
@@ -100,6 +102,7 @@ __all__ = (
   "maxrl_advantages",
   "mean_with_interval",
   "mg_pass_at_k",
+  "optimal_baseline_advantages",
   "order_stat_advantages",
   "order_stat_at_k",
   "order_stat_exact",
@@ -121,6 +124,7 @@ __all__ = (
   "selected_at_k_exact",
   "selected_pmf",
   "success_objective_advantages",
+  "unlikeliness_advantages",
   "variance_split",
   "win_rate",
 )

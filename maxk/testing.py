@@ -5,8 +5,10 @@
 objective (max@k, pass@k, any ``maxk.rank_weights``) on a small softmax policy
 (``gradient_bias``, over all outcome tuples), and gives the exact mean and covariance
 of its gradient estimate (``gradient_moments``, over count vectors), for one prompt or a
-batch of prompts.  ``aggregation_bias`` does the same for how GRPO, DAPO, Dr. GRPO and
-GSPO average a group's loss over tokens, on a small policy over token sequences.
+batch of prompts, and the least variance any leave-one-out baseline can reach
+(``variance_floor``, a weighted least-squares problem over count vectors).
+``aggregation_bias`` checks how GRPO, DAPO, Dr. GRPO and GSPO average a group's loss over
+tokens, on a small policy over token sequences.
 """
 
 from maxk._src.gradient_check import MAX_TUPLES
@@ -24,15 +26,20 @@ from maxk._src.loss_aggregation import aggregation_bias
 from maxk._src.loss_aggregation import expected_aggregated_gradient
 from maxk._src.loss_aggregation import sequence_objective_gradients
 from maxk._src.loss_aggregation import token_sequences
+from maxk._src.variance_floors import MAX_FLOOR_ENTRIES
+from maxk._src.variance_floors import VarianceFloor
+from maxk._src.variance_floors import variance_floor
 
 __all__ = (
   "AGGREGATIONS",
   "MAX_COUNT_VECTORS",
+  "MAX_FLOOR_ENTRIES",
   "MAX_SEQUENCE_GROUPS",
   "MAX_TUPLES",
   "AggregationBias",
   "GradientBias",
   "GradientMoments",
+  "VarianceFloor",
   "aggregation_bias",
   "exact_gradient",
   "expected_aggregated_gradient",
@@ -41,4 +48,5 @@ __all__ = (
   "gradient_moments",
   "sequence_objective_gradients",
   "token_sequences",
+  "variance_floor",
 )

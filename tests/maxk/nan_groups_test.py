@@ -145,6 +145,27 @@ def _reward_peers(n: int) -> Callable[..., dict[str, object]]:
   return fn
 
 
+def _optimal_baseline(n: int) -> Callable[..., dict[str, object]]:
+  def fn(r, w):
+    out = {}
+    for loo in (False, True) if n >= 2 else (False,):
+      for e in (0.0, 1e-8):
+        out[f"optimal_baseline,leave_one_out={loo},eps={e}"] = maxk.optimal_baseline_advantages(
+          r, w, leave_one_out=loo, eps=e
+        )
+    return out
+
+  return fn
+
+
+def _unlikeliness(n: int) -> Callable[..., dict[str, object]]:
+  return lambda r, lp: {
+    f"unlikeliness,{b},beta={beta}": maxk.unlikeliness_advantages(r, lp, beta=beta, baseline=b)
+    for b in ("grpo", "none")
+    for beta in (0.0, 0.25)
+  }
+
+
 def _binary(n: int) -> Callable[..., dict[str, object]]:
   def fn(c):
     out = {}
@@ -343,6 +364,20 @@ CASES = [
     "reward_peers",
     ("grpo_advantages", "rloo_advantages", "max_minus_second_advantages"),
     _reward_peers,
+    sizes=(1, 2, 7),
+  ),
+  Case(
+    "optimal_baseline",
+    ("optimal_baseline_advantages",),
+    _optimal_baseline,
+    inputs=("rewards", "estimates"),
+    sizes=(1, 2, 7),
+  ),
+  Case(
+    "unlikeliness",
+    ("unlikeliness_advantages",),
+    _unlikeliness,
+    inputs=("rewards", "logp"),
     sizes=(1, 2, 7),
   ),
   Case(
@@ -594,6 +629,8 @@ def test_every_option_has_a_case():
     *(f"off_policy:{m}" for m in off_policy.METHODS),
     *(f"reward_peers:{p}" for p in ("grpo", "std_ddof=0", "std_ddof=1", "eps=0.0", "rloo")),
     "reward_peers:max_minus_second",
+    *(f"optimal_baseline:leave_one_out={v}" for v in (False, True)),
+    *(f"unlikeliness:{b}" for b in ("grpo", "none")),
     *(f"binary:{p}" for p in ("pass_at_k", "pass_at_k_variance", "pass_at_k_training", "maxrl")),
     *(f"binary:control_variate={v}" for v in (False, True)),
     *(f"rank:{b}" for b in rank_objectives.ORDER_STAT_BASELINES),
