@@ -62,7 +62,7 @@ _TRANSFORMS = flags.DEFINE_list(
   "Transforms to time.",
 )
 
-_ON_POLICY = ("none", "loo", "loo_centered", "loo_minus_one", "mean_std")
+_ON_POLICY = ("none", "loo", "loo_centered", "loo_minus_one", "leave_two_out", "mean_std")
 _MAX_NP_MATRIX = 2e9  # B * n^2 multiply-adds
 _MAX_NP_LOOP = 2**21  # B * n elements through the Python loop
 _MAX_OFF_POLICY = 2**31  # B * n * k scan work
@@ -74,6 +74,8 @@ def _np_matrix_weights(n: int, k: int, name: str) -> np.ndarray:
   m = np.arange(1, n + 1)[None, :]  # column: the reward
   w = np.where(j == m, enumeration.binom_ratio(j - 1, k - 1, n, k), 0.0)
   w += np.where(m > j, enumeration.binom_ratio(m - 2, k - 2, n, k), 0.0)  # S(i), max@k Eq. 9
+  if name == "leave_two_out":  # Identically loo_centered (maxk.max_at_k_advantages).
+    name = "loo_centered"
   if name in ("loo", "loo_centered") and n > k:
     scale = k / (n - 1) if name == "loo" else k / n
     # b_j = scale * [Σ_{m<j} C(m-1,k-1) r_m + Σ_{m>j} C(m-2,k-1) r_m] / C(n-1,k)

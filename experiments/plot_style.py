@@ -76,6 +76,8 @@ RC_PARAMS: dict[Any, Any] = {
 # estimators carry theirs (:func:`experiments.estimators.colors`, which includes
 # the off-policy method names "exact" and "first_order").
 COLORS: dict[str, str] = {
+  # maxk.BASELINES option that is no estimator of the registry (= loo_centered).
+  "leave_two_out": "#bcbd22",
   # LM off-policy methods that are no estimator of the registry.
   "ppo_clip": "#7b4173",
   "surrogate": "#c49c94",

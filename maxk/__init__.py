@@ -29,6 +29,9 @@ from maxk._src.divergences import kl_divergence
 from maxk._src.divergences import win_rate
 from maxk._src.estimate_variance import max_at_k_variance
 from maxk._src.estimate_variance import pass_at_k_variance
+from maxk._src.jspo import JSPO_VARIANTS
+from maxk._src.jspo import jspo_advantages
+from maxk._src.jspo import jspo_max_at_k_advantages
 from maxk._src.majority_vote import maj_at_k
 from maxk._src.majority_vote import maj_at_k_advantages
 from maxk._src.majority_vote import maj_at_k_exact
@@ -68,6 +71,7 @@ from maxk._version import __version__ as __version__
 __all__ = (
   "BASELINES",
   "Interval",
+  "JSPO_VARIANTS",
   "VarianceSplit",
   "bayes_at_n",
   "bon_kl",
@@ -85,6 +89,8 @@ __all__ = (
   "g_pass_at_k",
   "grpo_advantages",
   "implied_prompt_weight",
+  "jspo_advantages",
+  "jspo_max_at_k_advantages",
   "kl_divergence",
   "lift_rank_weights",
   "maj_at_k",

@@ -150,7 +150,9 @@ r = jnp.sort(jax.random.uniform(jax.random.key(0), (n,)))
 ks = [1, 4] if SMOKE else [1, 4, 8, 16]
 ranks = np.arange(1, n + 1)
 fig, axes = plot_style.figure(2, 3, pyplot=True, sharex=True)
-for ax, baseline in zip(axes.flat, maxk.BASELINES):
+# "leave_two_out" is identically "loo_centered": one panel for both.
+baselines = [b for b in maxk.BASELINES if b != "leave_two_out"]
+for ax, baseline in zip(axes.flat, baselines):
   scales = []
   for i, k in enumerate(ks):
     a = np.asarray(maxk.max_at_k_advantages(r, k, baseline=baseline))
@@ -160,7 +162,7 @@ for ax, baseline in zip(axes.flat, maxk.BASELINES):
   ax.set_title(f"baseline {baseline}\nmax |a| = {', '.join(scales)}", fontsize=11)
   ax.set_ylabel("a / max |a|")
   ax.set_ylim(-1.1, 1.1)
-ax = axes.flat[len(maxk.BASELINES)]
+ax = axes.flat[len(baselines)]
 ax.plot(ranks, r, "o-", color="k", ms=4, label="reward r")
 for i, k in enumerate(ks):  # The legend of every panel: one colour per k.
   ax.plot([], [], ".-", color=plot_style.sequential(i, len(ks)), label=f"a, k={k}")

@@ -76,6 +76,10 @@ _BASELINE_STYLES = {
   "mean_std": ("#9467bd", "v", "group mean/std normalised (biased)"),
 }
 for _name in maxk.BASELINES:
+  if _name == "leave_two_out":
+    # Identically loo_centered (maxk.max_at_k_advantages): a second registry entry
+    # would only duplicate loo_centered's column in every study ("all").
+    continue
   _color, _marker, _label = _BASELINE_STYLES[_name]
   _ENTRIES.append(
     Estimator(

@@ -39,7 +39,7 @@ from maxk._src import sorted_kernels
 from maxk._src import sorting
 
 #: The ``baseline`` options of :func:`maxk.max_at_k_advantages`, in the order of its docstring.
-BASELINES = ("none", "loo", "loo_centered", "loo_minus_one", "mean_std")
+BASELINES = ("none", "loo", "loo_centered", "loo_minus_one", "leave_two_out", "mean_std")
 _STD_EPS = 1e-6
 
 
@@ -87,10 +87,13 @@ def transform_coefficients(n: int, k: int, baseline: str) -> sorted_kernels.Sort
 
 def reduced_baseline(baseline: str, n: int, k: int) -> str:
   """The transform a ``baseline`` of :func:`max_at_k_advantages` computes at (n, k):
-  ``"loo_minus_one"`` is ``"loo_centered"`` at k = 1, and ``"loo"`` and
-  ``"loo_centered"`` are ``"none"`` at n = k (no leave-one-out estimate of k
-  samples from n − 1), applied in that order (n = k = 1 gives ``"none"``).
-  Shared by every transform that offers these baselines."""
+  ``"leave_two_out"`` is ``"loo_centered"`` (an identity, see
+  :func:`max_at_k_advantages`), ``"loo_minus_one"`` is ``"loo_centered"`` at k = 1,
+  and ``"loo"`` and ``"loo_centered"`` are ``"none"`` at n = k (no leave-one-out
+  estimate of k samples from n − 1), applied in that order (n = k = 1 gives
+  ``"none"``).  Shared by every transform that offers these baselines."""
+  if baseline == "leave_two_out":
+    baseline = "loo_centered"
   if baseline == "loo_minus_one" and k == 1:
     baseline = "loo_centered"
   if baseline in ("loo", "loo_centered") and n == k:
@@ -116,16 +119,47 @@ def max_at_k_advantages(
     equals RLOO / n at k = 1 (OrderGrad's leave-one-out advantage, arXiv 2606.06096).
   * ``"loo_minus_one"`` (default): a_i = (1/C(n,k)) Σ_{I∋i} (max_I r − max_{I∖i} r)
     = S(i) − k/n · M(r_{−i}, k−1).  PKPO's s^(loo−1) (Eq. 33-34).
+  * ``"leave_two_out"``: MaxPO's Leave-Two-Out (L2O) baseline (Takashiro, Nishimori,
+    Parmas et al., "On Advantage Estimates for Max@K Policy Gradients", arXiv
+    2606.06080), on this function's scale; it is *identically* ``"loo_centered"``
+    (derivation below) and is computed by the same kernel.
   * ``"mean_std"``: S z-scored within its group (population std, + 1e-6); the max@k
     paper's "BoN mean".  Biased; kept for comparison.
 
+  Leave-two-out.  Only the paper's abstract and first page were reachable: the name
+  and the properties it states (policy-gradient unbiased; the realised advantages of
+  a group sum to exactly 0; a quadratic-time implementation) are its, the
+  construction below is derived from those properties, not copied from its
+  equations, and its "canonical finite-batch advantage" was not reachable and is
+  not implemented.  For a pair i ≠ j, compare i and j against the same k − 1 other
+  samples, drawn from the n − 2 samples that are neither:
+
+    D_ij = (1/C(n−2,k−1)) Σ_{J ⊆ [n]∖{i,j}, |J|=k−1} [max(r_i, r_J) − max(r_j, r_J)],
+
+  and average over the partners, L_i = (1/(n−1)) Σ_{j≠i} D_ij (O(n²) pairs).  D is
+  antisymmetric, so Σ_i L_i = 0 exactly; the subtracted part of D_ij does not involve
+  sample i, so it is a baseline and L is unbiased (for (n/k) ∇ max@k, below).  Identity: with
+  S_{−j}(i) the credit S of i in the group without j, the first term of D_ij summed
+  over j ≠ i counts each k-subset I ∋ i once per j ∉ I (n − k times), and the second
+  over j ≠ i counts each k-subset of r_{−i} once per member (k times), so
+
+    Σ_{j≠i} (k/(n−1)) D_ij = Σ_{j≠i} [S_{−j}(i) − S_{−i}(j)] = n S(i) − k M(r_{−i}, k),
+
+  i.e. L_i = (n/k) · [S(i) − k/n · M(r_{−i}, k)] = (n/k) · ``"loo_centered"``.  This
+  function returns L · k/n, the scale of its other options (Σ_i a_i ∇log π(y_i)
+  estimates ∇ max@k itself; L estimates (n/k) ∇ max@k and is RLOO, r_i − mean_{j≠i}
+  r_j, at k = 1).  The other reading of "leave two out", b_i = (1/(n−1)) Σ_{j≠i}
+  S_{−i}(j) (each other sample's credit in the group without i), is
+  k/(n−1) · M(r_{−i}, k): ``"loo"``, which does not sum to 0.  The identities are
+  checked by enumerating the subsets (``tests/maxk/leave_two_out_test.py``).
+
   Every option except ``"mean_std"`` is unbiased: the baselines do not depend on
-  y_i.  For n == k, ``"loo"`` and ``"loo_centered"`` have no leave-one-out estimate
-  and equal ``"none"`` (as PKPO Listing 1); for k == 1, ``"loo_minus_one"`` equals
-  ``"loo_centered"``.  ``"loo_centered"`` and ``"loo_minus_one"`` are invariant to
-  adding a constant to the rewards, and are computed on rewards measured from the
-  group maximum for accuracy (a constant group gives exactly 0, and r_max − r_second
-  at k = n is exact).
+  y_i.  For n == k, ``"loo"``, ``"loo_centered"`` and ``"leave_two_out"`` have no
+  leave-one-out estimate and equal ``"none"`` (as PKPO Listing 1); for k == 1,
+  ``"loo_minus_one"`` equals ``"loo_centered"``.  ``"loo_centered"`` (so
+  ``"leave_two_out"``) and ``"loo_minus_one"`` are invariant to adding a constant to
+  the rewards, and are computed on rewards measured from the group maximum for
+  accuracy (a constant group gives exactly 0, and r_max − r_second at k = n is exact).
 
   Cost: one sort and two cumulative sums with static float64 coefficients,
   O(n log n) per group; accurate in float32 for any n and k <= n.
@@ -135,7 +169,7 @@ def max_at_k_advantages(
       values and -inf allowed).
     k: static int, ``1 <= k <= n``.
     baseline: one of ``"none"``, ``"loo"``, ``"loo_centered"``, ``"loo_minus_one"``,
-      ``"mean_std"``.
+      ``"leave_two_out"``, ``"mean_std"``.
     where: keyword-only, optional bool, broadcastable to ``rewards``: the valid
       samples of each group (ragged groups).  Each group's advantages are those
       of its m valid samples alone (n replaced by m above); the others get 0, as
@@ -213,7 +247,9 @@ def _max_at_k_advantages_ragged(
   # same shifts, with the coefficients gathered per group.
   n, dtype = rewards.shape[-1], rewards.dtype
   r_sorted, order, m, inside = ragged.sort_valid(rewards, valid)
-  kind = "loo_centered" if baseline == "loo_minus_one" and k == 1 else baseline
+  kind = baseline
+  if baseline == "leave_two_out" or (baseline == "loo_minus_one" and k == 1):
+    kind = "loo_centered"
   top = jnp.take_along_axis(r_sorted, jnp.maximum(m - 1, 0), axis=-1)
   shift = jnp.where(inside, sorted_kernels.finite_or_zero(top), 0)
   x = jnp.where(inside, r_sorted - shift, 0)

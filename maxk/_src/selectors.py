@@ -297,6 +297,8 @@ def selected_at_k_advantages(
   * ``"loo_centered"``: S(i) − k/n · sel(r_{−i}, k); sums to 0 in every group.
   * ``"loo_minus_one"`` (default): (1/C(n,k)) Σ_{I∋i} (h(I) − h(I∖i))
     = S(i) − k/n · sel(r_{−i}, k−1)  (PKPO Eq. 33-34).
+  * ``"leave_two_out"``: identically ``"loo_centered"`` (the leave-two-out identity
+    of :func:`maxk.max_at_k_advantages` counts subsets only, so it holds for any h).
   * ``"mean_std"``: S z-scored within its group (population std, + 1e-6).  Biased.
 
   The same reductions apply: for n == k ``"loo"`` and ``"loo_centered"`` equal

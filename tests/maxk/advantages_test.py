@@ -15,7 +15,7 @@ import pytest
 import maxk
 from tests.maxk import enumeration
 
-BASELINES = ["none", "loo", "loo_centered", "loo_minus_one", "mean_std"]
+BASELINES = ["none", "loo", "loo_centered", "loo_minus_one", "leave_two_out", "mean_std"]
 UNBIASED = ["none", "loo", "loo_centered", "loo_minus_one"]
 
 

@@ -39,6 +39,9 @@ _ALL_POSITIONS_MAX = 16
 
 NOT_GROUP_WISE = {
   "BASELINES": "a tuple of option names",
+  "JSPO_VARIANTS": "a tuple of option names",
+  "jspo_advantages": "cross-prompt: a NaN makes its whole [P, n] batch slice NaN (jspo_test.py)",
+  "jspo_max_at_k_advantages": "cross-prompt: a NaN makes its [P, n] slice NaN (jspo_test.py)",
   "Interval": "a result type",
   "VarianceSplit": "a result type",
   "rank_weights": "builds a static weight vector; no data",

@@ -59,6 +59,19 @@ def _advantages(s, r, k: int, baseline: str) -> np.ndarray:
     return (big_s - big_s.mean()) / (big_s.std() + 1e-6)
   if baseline == "loo_minus_one" and k > 1:
     return minus_one / total
+  if baseline == "leave_two_out":  # MaxPO's pairwise comparison, times k/n.
+    if n == k:
+      return big_s
+    pairwise = np.zeros(n)
+    for i, j in itertools.permutations(range(n), 2):
+      rest = [m for m in range(n) if m not in (i, j)]
+      pairwise[i] += np.mean(
+        [
+          _h(s[[i, *c]], r[[i, *c]]) - _h(s[[j, *c]], r[[j, *c]])
+          for c in itertools.combinations(rest, k - 1)
+        ]
+      )
+    return pairwise / (n - 1) * k / n
   if baseline in ("loo", "loo_centered", "loo_minus_one"):
     if n == k:
       return big_s
