@@ -55,6 +55,7 @@ _TRANSFORMS = flags.DEFINE_list(
     "loo",
     "loo_centered",
     "loo_minus_one",
+    "leave_two_out",
     "mean_std",
     "off_policy_exact",
     "off_policy_first_order",

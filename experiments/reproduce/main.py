@@ -6,8 +6,11 @@ page (index.md and index.html) showing every figure and the key tables with one
 line of explanation each.
 
 Usage:
-  python -m experiments.reproduce --workdir=out/reproduce
-  python -m experiments.reproduce --workdir=/tmp/r --smoke   # tiny sizes, < 1 minute
+  python -m experiments.reproduce --workdir=out/reproduce     # about 3 minutes
+  python -m experiments.reproduce --workdir=/tmp/r --smoke   # tiny sizes, about 1.5 minutes
+
+(on 2 idle CPU cores, as measured for each stage's expected_s in stages.py; a
+shared machine takes longer.)
 
 A stage's finished outputs are reused when it is run again with the same identity
 (its command, environment settings, sizes and the outputs of earlier stages it
@@ -40,8 +43,11 @@ from experiments.reproduce import stages as stages_lib
 _WORKDIR = flags.DEFINE_string("workdir", "out/reproduce", "Output folder (index.md/.html).")
 flags.DEFINE_alias("out_dir", "workdir")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every stage.")
+_SMOKE_S = sum(stage.expected_s for stage in stages_lib.stages(seed=0, smoke=True))
 _SMOKE = flags.DEFINE_bool(
-  "smoke", False, "Tiny sizes (for tests): seconds, not minutes; not the headline numbers."
+  "smoke",
+  False,
+  f"Tiny sizes (for tests; ~{_SMOKE_S} s in all on 2 idle CPU cores): not the headline numbers.",
 )
 _LM = flags.DEFINE_bool("lm", True, "Run the small-LM experiment (experiments/lm, tiny config).")
 _NOTEBOOKS = flags.DEFINE_bool(

@@ -36,7 +36,9 @@ class Stage:
   title: str
   module: str
   flags: tuple[str, ...]
-  expected_s: int  # Seconds at the sizes it runs, as measured on 2 idle CPU cores.
+  # Seconds at the sizes it runs, measured on 2 idle CPU cores (one run of command 1 of
+  # README on a fresh clone, then --smoke; a shared machine takes longer).
+  expected_s: int
   out_flag: str = "out_dir"
   env: tuple[tuple[str, str], ...] = ()
   smoke: bool = False
@@ -55,9 +57,6 @@ class Stage:
     env = [f"{name}={value}" for name, value in self.env]
     return " ".join([*env, "python", "-m", self.module, *self.arguments(out_dir)])
 
-
-# MEASURE: provisional smoke seconds, replaced by measured values before commit.
-SMOKE_BEST, SMOKE_BV, SMOKE_BT, SMOKE_LM, SMOKE_NB = 10, 30, 20, 20, 40
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -88,34 +87,34 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
       "best_of_n",
       "best-of-n KL, bounds, estimator and win rate (Beirami et al.)",
       "experiments.best_of_n",
-      (40, SMOKE_BEST),
+      (19, 9),
     ),
     binary(
       "bandit_variance",
       "bias and variance of every max@k gradient estimator (PKPO Fig. 4), of the estimators "
       "of top-m, min@k and MaxRL's mixture, and a check of the variance estimators",
       "experiments.bandit_variance",
-      (110, SMOKE_BV),
+      (71, 25),
       *(() if smoke else ("--config.num_replicates=10000",)),
     ),
     binary(
       "bandit_training",
       "policy-gradient training with fixed / annealed k (PKPO Fig. 3)",
       "experiments.bandit_training",
-      (80, SMOKE_BT),
+      (42, 10),
     ),
     binary(
       "lm",
       "small-LM RL: pass@k after SFT and after RL with each estimator",
       "experiments.lm",
-      (90, SMOKE_LM),
+      (25, 18),
     ),
     Stage(
       "notebooks",
       "the notebooks (PKPO Figs. 1, 2, 5; best-of-n; max@k; LM; prompt weights) executed",
       "notebooks",
       (),
-      SMOKE_NB if smoke else 150,
+      29 if smoke else 41,
       # The notebooks read their sizes from MAXK_SMOKE; it is always set, so that a
       # value exported in the caller's shell never changes a full run.
       out_flag="workdir",
