@@ -21,6 +21,7 @@ from tests import REPO_ROOT
 from tests import WAIT_S
 from tests import binaries
 from tests.experiments.reproduce import browser
+from tests.experiments.reproduce import processes
 
 # Where the browser test keeps its screenshots besides pytest's tmp_path (CI artifacts).
 ARTIFACTS = os.path.join(REPO_ROOT, "out", "test-artifacts")
@@ -372,14 +373,6 @@ def test_finished_results_of_other_settings_are_never_replaced_without_force(tmp
   assert (out / "best_of_n" / "results.csv").read_text() == "seed,smoke\n--config.seed=4,0\n"
 
 
-def _alive(pid):
-  try:
-    with open(f"/proc/{pid}/stat") as f:
-      return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # A zombie has ended.
-  except FileNotFoundError:
-    return False
-
-
 def _wait_for(predicate, seconds=WAIT_S):
   deadline = time.monotonic() + seconds
   while not predicate():
@@ -403,7 +396,7 @@ def test_ctrl_c_stops_the_stage_and_says_how_to_go_on_in_one_line(tmp_path):
     "not kept as finished). To go on, rerun the same command: finished stages are reused."
   )
   for pid in pids:  # The stage and the process it started are stopped: no orphan.
-    _wait_for(lambda: not _alive(pid), seconds=10)
+    assert processes.ends_within(pid, 10)
   record = runner.read_record(str(out / "best_of_n"))
   assert record.status == "FAILED (interrupted; see best_of_n/log.txt)"
   assert not (out / "best_of_n" / "results.csv").exists()

@@ -7,11 +7,11 @@ import os
 import re
 import shutil
 import sys
-import time
 
 from experiments.reproduce import reproduction
 from experiments.reproduce import runner
 from experiments.reproduce import stages as stages_lib
+from tests.experiments.reproduce import processes
 
 _ORBAX = (
   "I1201 05:50:09.968142 140383508437888 checkpoint_manager.py:1915] [thread=MainThread]"
@@ -87,26 +87,6 @@ with open(os.path.join(out, "results.csv"), "w") as f:
 """
 
 
-def _alive(pid):
-  try:
-    with open(f"/proc/{pid}/stat") as f:
-      return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # A zombie has ended.
-  except FileNotFoundError:
-    return False
-
-
-def _ends_within(pid, seconds):
-  """Whether process ``pid`` ends within ``seconds``: a signal to another process is
-  delivered asynchronously, so a killed worker may still run for a moment on a busy
-  machine (the worker otherwise sleeps for a minute)."""
-  deadline = time.monotonic() + seconds
-  while _alive(pid):
-    if time.monotonic() > deadline:
-      return False
-    time.sleep(0.05)
-  return True
-
-
 def _fake_stage(tmp_path, **kwargs):
   (tmp_path / "fake_stage.py").write_text(_FAKE_STAGE)
   return stages_lib.Stage("fake", "a fake stage", "fake_stage", ("--seed=0",), 1, **kwargs)
@@ -175,7 +155,7 @@ def test_a_killed_stage_says_which_limit_and_keeps_its_output_off_the_terminal(
   assert status == "FAILED (killed at --stage_timeout=3 s; see fake/log.txt)"
   assert runner.read_record(str(tmp_path / "out" / "fake")).status == status
   worker = int((tmp_path / "out" / "fake" / "worker.pid").read_text())
-  assert _ends_within(worker, 10)  # The processes the stage started are killed with it.
+  assert processes.ends_within(worker, 10)  # The processes the stage started are killed with it.
   # The stage's stderr (XLA's banner) is in its log, not on the terminal, and the live
   # line (shown every second) shows its progress, never the banner.
   assert "Very slow compile" in (tmp_path / "out" / "fake" / "log.txt").read_text()
