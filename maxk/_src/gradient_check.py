@@ -132,6 +132,13 @@ def _policy(probs: npt.ArrayLike, rewards: npt.ArrayLike) -> tuple[np.ndarray, n
   return p, r
 
 
+def _check_int(value: object, name: str, minimum: int) -> int:
+  """``value`` as an int, or a ValueError naming ``name`` (an int >= ``minimum``)."""
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+    raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+  return int(value)
+
+
 def _check_n(n: object) -> int:
   if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
     raise ValueError(f"n must be a positive int (samples per group), got {n!r}")

@@ -101,12 +101,6 @@ def _policies(probs: npt.ArrayLike, rewards: npt.ArrayLike) -> tuple[np.ndarray,
   return np.atleast_2d(p), np.atleast_2d(r)
 
 
-def _positive_int(value: object, name: str, minimum: int) -> int:
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-    raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-  return int(value)
-
-
 def count_vectors(num_arms: int, n: int) -> np.ndarray:
   """Every way to put n samples on num_arms arms: [C(n + num_arms − 1, num_arms − 1),
   num_arms] int64, each row summing to n (lexicographic in the first arms' counts)."""
@@ -367,8 +361,8 @@ def gradient_moments(
   batched = np.ndim(probs) == 2
   p, r = _policies(probs, rewards)
   n = gradient_check._check_n(n)
-  max_count_vectors = _positive_int(max_count_vectors, "max_count_vectors", 0)
-  num_samples = _positive_int(num_samples, "num_samples", 2)
+  max_count_vectors = gradient_check._check_int(max_count_vectors, "max_count_vectors", 0)
+  num_samples = gradient_check._check_int(num_samples, "num_samples", 2)
   exact = None
   if weights is not None:
     exact = gradient_check.exact_gradient(p, r, weights)

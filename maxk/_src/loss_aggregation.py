@@ -50,7 +50,7 @@ Optimization", arXiv 2507.18071 (GSPO); Williams (1992) (the score-function esti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 import dataclasses
 import itertools
 import math
@@ -58,14 +58,15 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from maxk._src import gradient_check
+from maxk._src.gradient_check import AdvantageFn
+
 #: The loss aggregations :func:`aggregation_bias` knows, as in the module docstring.
 AGGREGATIONS = ("grpo", "dapo", "dr_grpo", "gspo")
 #: How many multisets of n sequences are enumerated at most.
 MAX_SEQUENCE_GROUPS = 2**20
 _CHUNK = 2**14
 _LOGIT_STEP = 1.0  # How far aggregation_bias's automatic policies move the logits.
-
-AdvantageFn = Callable[[np.ndarray], npt.ArrayLike]
 
 
 def _rloo(rewards: np.ndarray) -> np.ndarray:
@@ -91,8 +92,8 @@ def token_sequences(max_length: int, vocab_size: int) -> tuple[np.ndarray, np.nd
     tokens [S, L] int64 (−1 after a sequence's end) and lengths [S] int64 (the end
     token counted).
   """
-  length = _check_int(max_length, "max_length", 1)
-  vocab = _check_int(vocab_size, "vocab_size", 2)
+  length = gradient_check._check_int(max_length, "max_length", 1)
+  vocab = gradient_check._check_int(vocab_size, "vocab_size", 2)
   rows: list[tuple[int, ...]] = []
   for m in range(1, length + 1):
     last = range(vocab) if m == length else (0,)
@@ -102,12 +103,6 @@ def token_sequences(max_length: int, vocab_size: int) -> tuple[np.ndarray, np.nd
   for s, row in enumerate(rows):
     tokens[s, : len(row)] = row
   return tokens, np.array([len(row) for row in rows], dtype=np.int64)
-
-
-def _check_int(value: object, name: str, low: int) -> int:
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-    raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-  return int(value)
 
 
 def _sequence_scores(logits: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -232,7 +227,7 @@ def expected_aggregated_gradient(
   """
   probs_S, score_SxLxV, lengths_S = _sequence_scores(logits)
   r_S = _check_rewards(rewards, probs_S.size)
-  n = _check_int(n, "n", 1)
+  n = gradient_check._check_int(n, "n", 1)
   if aggregation not in AGGREGATIONS:
     raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
   num_sequences, max_length = probs_S.size, score_SxLxV.shape[1]
