@@ -48,6 +48,16 @@ def test_bias_check_example_prints_what_its_comment_says(capsys):
   assert verdict == claimed.group(1) and f"{float(size):.2f}" == claimed.group(2)
 
 
+def test_covariance_and_floor_example_prints_what_its_comment_says(capsys):
+  blocks = re.findall(r"```python\n(.*?)```", _readme(), flags=re.S)
+  (example,) = [b for b in blocks if "maxk.testing.variance_floor(" in b]
+  assert len(example.strip().splitlines()) == 5
+  exec(compile(example, "README.md", "exec"), {})  # pylint: disable=exec-used
+  printed = capsys.readouterr().out.strip()
+  claimed = re.search(r"# (\(\d+, \d+\) [\d.]+):", example).group(1)
+  assert printed == claimed
+
+
 def test_ci_runs_readme_test_command():
   readme = _readme()
   test_line = next(

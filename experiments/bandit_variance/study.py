@@ -17,6 +17,11 @@ Outputs (in the workdir):
 * ``variance_check.csv``: the check of ``maxk.max_at_k_variance`` and
   ``maxk.pass_at_k_variance`` (:mod:`experiments.bandits.variance_check`), every
   (policy, k, n) with ``n >= 2k``; absent when no cell has ``n >= 2k``.
+* ``atlas.csv``, ``atlas.png``, ``atlas.md``: the variance atlas
+  (:mod:`experiments.bandits.atlas`, :mod:`experiments.bandit_variance.atlas_figure`):
+  every on-policy max@k estimator's exact variance over the floor of any baseline of
+  the other samples' rewards, on the 4-arm bandits ``config.atlas_bandits`` at
+  ``config.atlas_ns`` x ``config.atlas_ks``; absent when ``atlas_bandits`` is empty.
 * Figures: ``variance_<policy>.png`` and ``bias_<policy>.png`` (max@k),
   ``objective_<objective>.png`` (variance and bias of each rank objective's
   estimators on the categorical bandit) and ``variance_check.png``.
@@ -36,8 +41,11 @@ import tqdm
 
 from experiments import config_checks
 from experiments import outputs
+from experiments.bandit_variance import atlas_figure
+from experiments.bandit_variance import atlas_table
 from experiments.bandit_variance import plotting
 from experiments.bandit_variance import validation
+from experiments.bandits import atlas
 from experiments.bandits import rank_objectives
 from experiments.bandits import variance
 from experiments.bandits import variance_check
@@ -123,8 +131,28 @@ def run(
   outputs.write_results_csv(workdir, rows)
   check_rows = variance_check.run_check(settings, progress=bar("variance-check policies"), **cells)
   _write_figures(workdir, rows, check_rows)
+  if config_checks.split(config.atlas_bandits):
+    _write_atlas(config, workdir, bar("atlas cells (bandit, k, n)"))
   logging.info("Wrote %d rows to %s in %.1f s.", len(rows), workdir, time.time() - start)
   return rows
+
+
+def _write_atlas(config: ml_collections.ConfigDict, workdir: str, progress: Any) -> None:
+  """``atlas.csv``, ``atlas.png`` and ``atlas.md`` (the module docstring)."""
+  rows = atlas.run(
+    config_checks.split(config.atlas_bandits),
+    ns=config_checks.ints(config, "atlas_ns", low=2),
+    ks=config_checks.ints(config, "atlas_ks", low=1),
+    pass_threshold=config.pass_threshold,
+    num_samples=config.atlas_num_samples,
+    jspo_prompts=config.atlas_jspo_prompts,
+    seed=config.seed,
+    progress=progress,
+  )
+  outputs.write_results_csv(workdir, rows, filename="atlas.csv")
+  atlas_figure.plot_atlas(rows, os.path.join(workdir, "atlas.png"))
+  with open(os.path.join(workdir, "atlas.md"), "w") as f:
+    f.write(atlas_table.markdown(rows))
 
 
 def _write_figures(

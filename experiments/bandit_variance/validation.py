@@ -6,6 +6,7 @@ import ml_collections
 
 from experiments import config_checks as checks
 from experiments import estimators as estimators_lib
+from experiments.bandits import atlas
 from experiments.bandits import rank_objectives
 
 POLICIES = ("gaussian", "categorical")
@@ -50,3 +51,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
   checks.number(config, "logit_scale", at_least=0)
   for name in ("theta", "gaussian_shift", "categorical_shift", "pass_threshold"):
     checks.number(config, name)
+  if checks.split(config.atlas_bandits):
+    checks.names(config, "atlas_bandits", tuple(atlas.BANDITS))
+    atlas_ns = checks.ints(config, "atlas_ns", low=2)
+    atlas_ks = checks.ints(config, "atlas_ks", low=1)
+    if not any(k <= n for k in atlas_ks for n in atlas_ns):
+      checks.fail("atlas_ks", config.atlas_ks, f"must give a cell with k <= n ({atlas_ns=})")
+    checks.integer(config, "atlas_num_samples", low=2)
+    checks.integer(config, "atlas_jspo_prompts", low=2)

@@ -82,6 +82,12 @@ FIGURES: dict[str, tuple[str, str]] = {
     "The mean over replicates of maxk.max_at_k_variance / pass_at_k_variance against the "
     "empirical variance of max_at_k / pass_at_k (+-2 s.e.); unbiased estimators lie on y = x.",
   ),
+  "bandit_variance/atlas.png": (
+    "Variance atlas: variance / floor",
+    "4-arm easy and hard bandits: each max@k estimator's exact variance over the floor (the "
+    "least variance of any baseline of the other samples' rewards) vs n, per k; dashed: "
+    "biased (rescaled by its mean's projection on the gradient), hollow: Monte Carlo.",
+  ),
   "bandit_training/curves_easy.png": (
     "Training curves, easy bandit",
     "Easy bandit: exact max@k / pass@k during training for each estimator and k_opt (mean "

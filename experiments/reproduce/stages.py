@@ -92,7 +92,8 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
     binary(
       "bandit_variance",
       "bias and variance of every max@k gradient estimator (PKPO Fig. 4), of the estimators "
-      "of top-m, min@k and MaxRL's mixture, and a check of the variance estimators",
+      "of top-m, min@k and MaxRL's mixture, a check of the variance estimators, and the "
+      "variance atlas (exact variance over the floor)",
       "experiments.bandit_variance",
       (71, 25),
       *(() if smoke else ("--config.num_replicates=10000",)),

@@ -13,6 +13,8 @@ import math
 import os
 from typing import Any, NamedTuple
 
+from experiments.bandit_variance import atlas_table as atlas_table_lib
+
 
 class Table(NamedTuple):
   """One table of the page: a one-line explanation above its cells.
@@ -118,6 +120,18 @@ def variance_check_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
   return make_table(title, header, table)
 
 
+def atlas_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
+  """``bandit_variance``'s atlas.csv: variance / floor of the unbiased max@k estimators."""
+  if not rows:
+    return None
+  header, body = atlas_table_lib.cells(rows)
+  title = (
+    "Variance atlas: tr Cov of each unbiased max@k estimator over the floor (the least "
+    "variance of any baseline of the other samples' rewards), exact; * Monte Carlo."
+  )
+  return Table(title, tuple(header), tuple(tuple(row) for row in body))
+
+
 def training_table(rows: Sequence[Mapping[str, str]]) -> Table | None:
   """Final exact max@k (mean over seeds) per bandit, estimator and schedule, per k_eval."""
   if not rows:
@@ -217,6 +231,9 @@ def stage_tables(out_dir: str, stage: str) -> list[Table]:
       check_path = os.path.join(stage_dir, "variance_check.csv")
       if os.path.exists(check_path):
         tables.append(variance_check_table(read_csv(check_path)))
+      atlas_path = os.path.join(stage_dir, "atlas.csv")
+      if os.path.exists(atlas_path):
+        tables.append(atlas_table(read_csv(atlas_path)))
     elif stage == "bandit_training" and os.path.exists(path):
       tables.append(training_table(read_csv(path)))
     elif stage == "lm" and os.path.exists(path):

@@ -30,11 +30,22 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
   c.logit_scale = 1.0  # Categorical bandit: target logits ~ N(0, logit_scale^2) from seed.
   c.categorical_shift = 0.5  # Off-policy: sampling logits = logits + shift * N(0, I).
   c.pass_threshold = 0.5  # pass_at_k_training sees the binarised reward >= pass_threshold.
+  # The variance atlas (experiments.bandits.atlas): exact variance / floor of every
+  # on-policy max@k estimator on 4-arm bandits; "" leaves it out.
+  c.atlas_bandits = "easy,hard"
+  c.atlas_ns = "8,16,32,64"
+  c.atlas_ks = "1,4,8"
+  c.atlas_num_samples = 100_000  # Groups per Monte Carlo row (JSPO's batches).
+  c.atlas_jspo_prompts = 4  # Prompts of equal difficulty in JSPO's batch.
   if variant == "smoke":
     c.ns = "4,8"
     c.ks = "1,4"
     c.num_replicates = 256
     c.estimators = "none,loo_minus_one,grpo,off_policy_exact,off_policy_first_order"
+    c.atlas_bandits = "hard"
+    c.atlas_ns = "4"
+    c.atlas_ks = "1,2"
+    c.atlas_num_samples = 2000
   elif variant:
     raise ValueError(f"Unknown variant={variant!r}; valid options are '' and 'smoke'.")
   return c

@@ -16,6 +16,7 @@ def _run(out_dir, *extra, out_flag="workdir"):
     f"--{out_flag}={out_dir}",
     "--config.num_replicates=256",
     "--config.num_arms=3",
+    "--config.atlas_bandits=",
     *extra,
   )
   with open(out_dir / "results.csv") as f:

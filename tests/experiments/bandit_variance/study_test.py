@@ -12,7 +12,8 @@ from experiments.bandit_variance.configs import default
 
 def _config(**fields):
   config = default.get_config()
-  config.update(num_arms=3, **fields)
+  config.update(num_arms=3, atlas_bandits="")  # The atlas: atlas_test.py and the smoke run.
+  config.update(fields)
   return config
 
 

@@ -18,6 +18,8 @@ def test_default_and_smoke_configs_are_valid():
   smoke = default.get_config("smoke")
   validation.validate(smoke)
   assert (smoke.ns, smoke.ks, smoke.num_replicates) == ("4,8", "1,4", 256)
+  # No atlas: its other fields are not read.
+  validation.validate(_config(atlas_bandits="", atlas_ns="0", atlas_num_samples=0))
   with pytest.raises(ValueError, match="variant='big'"):
     default.get_config("big")
 
@@ -57,6 +59,12 @@ def test_default_and_smoke_configs_are_valid():
     (dict(objectives="max,top_m", policies="gaussian"), "categorical bandit only"),
     (dict(objectives="top_m", top_m=99), "top_m <= k <= n"),
     (dict(objectives="max,top_m", top_m=9, ks="1,4,8", ns="4,8,16"), "top_m <= k <= n"),
+    (dict(atlas_bandits="easy,medium"), "atlas_bandits"),
+    (dict(atlas_ns="1,8"), "atlas_ns"),
+    (dict(atlas_ks="0"), "atlas_ks"),
+    (dict(atlas_ns="4", atlas_ks="8"), "atlas_ks"),
+    (dict(atlas_num_samples=1), "atlas_num_samples"),
+    (dict(atlas_jspo_prompts=1), "atlas_jspo_prompts"),
   ],
 )
 def test_bad_field_raises_naming_it(fields, name):
