@@ -79,7 +79,7 @@ BANDITS = {
 def estimators(pass_threshold: float) -> dict[str, tuple[str, str, Callable[..., Any]]]:
   """Name -> (kind, unbiasedness rule, advantage fn of (rewards [..., n], k)) for a
   single prompt: the registry's on-policy max@k estimators."""
-  out = {}
+  out: dict[str, tuple[str, str, Callable[..., Any]]] = {}
   for e in estimators_lib.entries("max"):
     if e.off_policy:
       continue
