@@ -140,6 +140,69 @@ def test_bad_input():
   with pytest.raises(ValueError, match="probs"):
     testing.variance_floor(lambda r: r, [[0.5, 0.5]], [[0.0, 1.0]], 2)
   with pytest.raises(ValueError, match="MAX_FLOOR_ENTRIES"):
-    testing.variance_floor(lambda r: r, np.full(8, 1 / 8), np.arange(8.0), 12)
+    testing.variance_floor(lambda r: r, np.full(8, 1 / 8), np.arange(8.0), 12, method="dense")
+  with pytest.raises(ValueError, match="MAX_COUNT_VECTORS"):
+    testing.variance_floor(lambda r: r, np.full(8, 1 / 8), np.arange(8.0), 64)
+  for bad in ({"method": "lstsq"}, {"tol": 0.0}, {"tol": 1.5}, {"max_iterations": 0}):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+      testing.variance_floor(lambda r: r, [0.5, 0.5], [0.0, 1.0], 3, **bad)
   with pytest.raises(ValueError, match="equivariant"):
     testing.variance_floor(lambda r: r * np.arange(r.shape[-1]), [0.5, 0.5], [0.0, 1.0], 3)
+
+
+@pytest.mark.parametrize("probs,rewards", _BANDITS)
+@pytest.mark.parametrize("n,k", [(3, 2), (5, 1), (6, 3), (8, 4)])
+def test_iterative_solver_agrees_with_the_dense_one(probs, rewards, n, k):
+  dense = testing.variance_floor(_max_at_k(k, "none"), probs, rewards, n, method="dense")
+  iterative = testing.variance_floor(_max_at_k(k, "none"), probs, rewards, n, method="iterative")
+  assert (dense.method, dense.iterations) == ("dense", 0)
+  assert iterative.method == "iterative" and iterative.iterations > 0
+  np.testing.assert_allclose(iterative.trace, dense.trace, rtol=1e-12, atol=1e-16)
+  for field in ("constant_trace", "none_trace", "constant_baseline", "mean"):
+    np.testing.assert_allclose(getattr(iterative, field), getattr(dense, field), rtol=1e-12)
+
+
+@pytest.mark.parametrize("probs,rewards", _BANDITS[2:])
+def test_iterative_baseline_is_unbiased_and_has_the_variance_reported(probs, rewards):
+  n, k = 5, 2
+  floor = testing.variance_floor(_max_at_k(k, "none"), probs, rewards, n, method="iterative")
+  fn = _table_advantages(floor, _max_at_k(k, "none"))
+  moments = testing.gradient_moments(fn, probs, rewards, n, weights=maxk.rank_weights("max", k))
+  np.testing.assert_allclose(moments.bias, 0.0, atol=1e-12)
+  np.testing.assert_allclose(moments.trace, floor.trace, rtol=1e-10, atol=1e-14)
+
+
+def test_auto_takes_the_iterative_solver_beyond_the_dense_limit(monkeypatch):
+  probs, rewards, n = [0.4, 0.3, 0.2, 0.1], [0.3, 1.0, 0.0, 0.6], 6
+  dense = testing.variance_floor(_max_at_k(2, "none"), probs, rewards, n)
+  assert dense.method == "dense"
+  from maxk._src import variance_floors  # pylint: disable=g-import-not-at-top
+
+  monkeypatch.setattr(variance_floors, "MAX_FLOOR_ENTRIES", 100)
+  auto = testing.variance_floor(_max_at_k(2, "none"), probs, rewards, n)
+  assert auto.method == "iterative"
+  np.testing.assert_allclose(auto.trace, dense.trace, rtol=1e-12)
+
+
+def test_iterative_solver_says_when_it_stops_short():
+  with pytest.raises(RuntimeError, match="max_iterations = 1"):
+    testing.variance_floor(
+      _max_at_k(2, "none"),
+      [0.4, 0.3, 0.2, 0.1],
+      [0.3, 1.0, 0.0, 0.6],
+      8,
+      method="iterative",
+      max_iterations=1,
+    )
+
+
+def test_floor_at_n_32_is_below_the_leave_one_out_baselines():
+  # Beyond the dense limit at 4 arms: the hard bandit of the variance atlas.
+  probs, rewards, n, k = [0.55, 0.25, 0.15, 0.05], [0.0, 1 / 3, 2 / 3, 1.0], 32, 4
+  floor = testing.variance_floor(_max_at_k(k, "none"), probs, rewards, n)
+  assert floor.method == "iterative"
+  assert floor.trace <= floor.constant_trace <= floor.none_trace
+  for baseline in ("loo", "loo_centered", "loo_minus_one"):
+    moments = testing.gradient_moments(_max_at_k(k, baseline), probs, rewards, n)
+    np.testing.assert_allclose(moments.mean, floor.mean, rtol=1e-10, atol=1e-15)
+    assert floor.trace < moments.trace, baseline
