@@ -23,6 +23,7 @@ from typing import Any
 
 Row = Mapping[str, Any]
 CONSTANT = "best constant baseline"
+_TIE = 1e-9  # Relative: variances this close share a cell's "least variance".
 
 
 def to_float(value: Any) -> float:
@@ -77,9 +78,14 @@ def markdown(rows: Sequence[Row]) -> str:
   return "\n".join(lines) + "\n\n`*`: Monte Carlo (JSPO's batches); every other value is exact.\n"
 
 
+def _num(x: float) -> str:
+  """Two decimals, or three significant digits from 1000 on (ratios reach 1e14)."""
+  return f"{x:.2f}" if abs(x) < 1000 else f"{x:.3g}"
+
+
 def _span(values: Sequence[float]) -> str:
-  lo, hi = min(values), max(values)
-  return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}"
+  lo, hi = _num(min(values)), _num(max(values))
+  return lo if lo == hi else f"{lo} to {hi}"
 
 
 def summary(rows: Sequence[Row]) -> list[str]:
@@ -100,8 +106,12 @@ def summary(rows: Sequence[Row]) -> list[str]:
       and math.isfinite(to_float(r["variance_to_floor"]))
     ]
     if at:
-      winner = min(at, key=lambda r: to_float(r["variance"]))["estimator"]
-      best[winner] = best.get(winner, 0) + 1
+      # Estimators equal to the least within rounding (e.g. loo_centered and
+      # loo_minus_one, the same at k = 1) each count the cell.
+      least = min(to_float(r["variance"]) for r in at)
+      for r in at:
+        if to_float(r["variance"]) <= least * (1 + _TIE):
+          best[r["estimator"]] = best.get(r["estimator"], 0) + 1
   for name in dict.fromkeys(r["estimator"] for r in rows):
     own = [r for r in rows if r["estimator"] == name]
     ratios = [to_float(r["variance_to_floor"]) for r in own]
@@ -129,12 +139,13 @@ def summary(rows: Sequence[Row]) -> list[str]:
     else:
       wins = best.get(name, 0)
       ranked = (
-        f"the least variance of the exact unbiased estimators in {wins} of {len(cells_)}"
+        f"the least variance of the exact unbiased estimators (ties shared) in {wins} of "
+        f"{len(cells_)}"
         if not monte_carlo
         else f"{monte_carlo} Monte Carlo, not ranked"
       )
       lines.append(
-        f"`{name}`: {_span(ratios)} times the floor (median {median:.2f}) in {where}; {ranked}."
+        f"`{name}`: {_span(ratios)} times the floor (median {_num(median)}) in {where}; {ranked}."
       )
   constant = [to_float(r["constant_floor"]) / to_float(r["floor"]) for r in _one_per_cell(rows)]
   constant = [x for x in constant if math.isfinite(x)]
