@@ -1,17 +1,33 @@
-r"""Writes the repository README's LM-study block from a study's committed files.
+r"""Writes one of the repository README's LM-study blocks from a study's committed files.
 
 Usage::
 
   python -m experiments.lm.study_readme --contrasts=docs/lm_study_8seed/contrasts.csv \
     --readme=README.md [--check]
+  python -m experiments.lm.study_readme --contrasts=docs/lm_study/contrasts.csv \
+    --readme=README.md [--check]
 
-The block between README's "<!-- lm-study:begin" and "<!-- lm-study:end" lines
-is generated text (experiments.lm.study.readme_section: the declared-contrast table,
-counts and verdict sentences from contrasts.csv; the other numbers from the CSV
-files beside it, the runs' launch records, the first study's contrasts.csv and the
-null-simulation test). Without --check the block is rewritten in place; with
---check nothing is written, and a block that differs from the generated one exits
-with code 1 and one line saying where.
+--block chooses the block; its default, auto, takes the study of the contrasts
+file: matched_kl where contrasts.csv has the at_kl, family and
+num_seeds_reached columns (the matched-KL study, docs/lm_study), 8seed
+otherwise.
+
+* 8seed: the block between README's "<!-- lm-study:begin" and
+  "<!-- lm-study:end" lines (experiments.lm.study.readme_section: the
+  declared-contrast table, counts and verdict sentences from contrasts.csv; the
+  other numbers from the CSV files beside it, the runs' launch records, the first
+  study's contrasts.csv and the null-simulation test).
+* matched_kl: the block between "<!-- lm-study-matched-kl:begin" and
+  "<!-- lm-study-matched-kl:end" (experiments.lm.study.readme_matched_kl: the primary
+  and secondary verdicts, matched-KL seeds and table from contrasts.csv; the design
+  from design.json, the runs from provenance.csv, an exploratory frontier sentence
+  from frontier.csv and whether the summary is incomplete from its README, all
+  beside contrasts.csv; the 8-seed study's training reward from its runs'
+  steps.csv).
+
+Without --check the block is rewritten in place; with --check nothing is written,
+and a block that differs from the generated one exits with code 1 and one line
+saying where.
 """
 
 from __future__ import annotations
@@ -22,12 +38,19 @@ from absl import app
 from absl import flags
 
 from experiments import binary
+from experiments.lm.study import readme_matched_kl
 from experiments.lm.study import readme_section
 
 _CONTRASTS = flags.DEFINE_string(
   "contrasts", "docs/lm_study_8seed/contrasts.csv", "The study's contrasts.csv."
 )
 _README = flags.DEFINE_string("readme", "README.md", "The README holding the block.")
+_BLOCK = flags.DEFINE_enum(
+  "block",
+  "auto",
+  ["auto", "8seed", "matched_kl"],
+  "The block to write: auto takes the study of --contrasts (module docstring).",
+)
 _CHECK = flags.DEFINE_bool(
   "check", False, "Write nothing; exit 1 with one line if the committed block differs."
 )
@@ -38,16 +61,26 @@ def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   try:
-    sources = readme_section.read_sources(_CONTRASTS.value, _README.value)
+    block = _BLOCK.value
+    if block == "auto":
+      block = "matched_kl" if readme_matched_kl.is_matched_kl(_CONTRASTS.value) else "8seed"
     with open(_README.value) as f:
       readme = f.read()
-    body = readme_section.block_text(sources)
+    if block == "matched_kl":
+      sources = readme_matched_kl.read_sources(_CONTRASTS.value, _README.value)
+      body = readme_matched_kl.block_text(sources)
+      committed = readme_matched_kl.block_of(readme) if _CHECK.value else ""
+      updated = readme_matched_kl.replace_block(readme, body)
+    else:
+      old = readme_section.read_sources(_CONTRASTS.value, _README.value)
+      body = readme_section.block_text(old)
+      committed = readme_section.block_of(readme) if _CHECK.value else ""
+      updated = readme_section.replace_block(readme, body)
     if _CHECK.value:
-      difference = readme_section.first_difference(readme_section.block_of(readme), body)
+      difference = readme_section.first_difference(committed, body)
       if difference:
         raise SystemExit(f"experiments.lm.study_readme: {_README.value}: {difference}")
       return
-    updated = readme_section.replace_block(readme, body)
   except (OSError, ValueError, KeyError) as e:
     raise SystemExit(f"experiments.lm.study_readme: {e}") from None
   if updated != readme:

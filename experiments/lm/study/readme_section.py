@@ -27,12 +27,17 @@ finding.
 
 **The checker** (:func:`claim_problems`) does not use the generator: it reads the
 block's table and prose with regular expressions and checks every count "N of M
-declared contrasts", every "a − b at pass@k is x [lo, hi]" naming a declared
-contrast, every power and Holm p beside it, and every verdict phrase ("beats",
-"does not beat", "is below", "are equivalent", "not detected", "significant")
-against contrasts.csv rows; it refuses the causal phrases of
+declared contrasts" (or "N of M primary declared contrasts": the rows of that
+``family`` alone), every "a − b at pass@k is x [lo, hi]" (or "at pass@k at matched
+KL") naming a declared contrast, every power and Holm p beside it, and every verdict
+phrase ("beats", "does not beat", "is below", "are equivalent", "not detected",
+"significant") against contrasts.csv rows; it refuses the causal phrases of
 :data:`CAUSAL_PHRASES`, which no generated sentence uses (a declared contrast
 compares outcomes; it does not say why they differ).
+
+The matched-KL study's block (:mod:`~experiments.lm.study.readme_matched_kl`) uses
+the sentences, counts, table, checker and marker functions here (with its own
+markers: :func:`replace_block` and :func:`block_of` take ``begin`` and ``end``).
 """
 
 from __future__ import annotations
@@ -164,11 +169,14 @@ def percent(x: float) -> str:
   return f"{100 * x:.0f}%"
 
 
-def verdict_sentence(row: Row) -> str:
-  """The row's sentence by its verdict's template (module docstring)."""
+def verdict_sentence(row: Row, *, holm: bool = False) -> str:
+  """The row's sentence by its verdict's template (module docstring); with ``holm``
+  its Holm p follows the interval: "a − b at pass@k is +x [lo, hi], Holm p q: ..."."""
   a, b, at = contrast_words(row)
   estimate = estimate_text(_float(row, "diff"), _float(row, "lo"), _float(row, "hi"))
   head = f"{a} − {b} at {at} is {estimate}"
+  if holm:
+    head += f", Holm p {_p_text(_float(row, 'p_holm'))}"
   verdict = verdict_of(row)
   if verdict == BETTER:
     return f"{head}: {a} beats {b}."
@@ -180,6 +188,8 @@ def verdict_sentence(row: Row) -> str:
   power = power_of(row)
   if math.isfinite(power) and math.isfinite(margin):
     return f"{head}: a difference is not detected (power {percent(power)} at ±{margin:g})."
+  if holm:
+    return f"{head}: a difference is not detected."
   return f"{head}: a difference is not detected (Holm p {_p_text(_float(row, 'p_holm'))})."
 
 
@@ -213,16 +223,21 @@ def declared_table(rows: Sequence[Row]) -> list[str]:
   return lines
 
 
-def count_sentence(task: str, rows: Sequence[Row]) -> str:
+def count_sentence(task: str, rows: Sequence[Row], *, family: str | None = None) -> str:
   """``**Countdown: 5 of 8 declared contrasts detected after Holm.**`` (and how many
-  are equivalent, where any is)."""
-  mine = [r for r in rows if r["task"] == task]
+  are equivalent, where any is); with ``family`` (contrasts.csv's ``family``, e.g.
+  ``primary``) over that family's rows alone: ``**Countdown: 4 of 4 primary declared
+  contrasts detected after Holm.**``."""
+  mine = [r for r in rows if r["task"] == task and (family is None or r["family"] == family)]
   verdicts = [verdict_of(r) for r in mine]
   detected = sum(v in DETECTED for v in verdicts)
-  text = f"**{task.capitalize()}: {detected} of {len(mine)} declared contrasts detected after Holm"
+  declared = f"{family} declared" if family else "declared"
+  text = (
+    f"**{task.capitalize()}: {detected} of {len(mine)} {declared} contrasts detected after Holm"
+  )
   equivalent = verdicts.count(EQUIVALENT)
   if equivalent:
-    text += f", {equivalent} of {len(mine)} declared contrasts equivalent within their margin"
+    text += f", {equivalent} of {len(mine)} {declared} contrasts equivalent within their margin"
   return text + ".**"
 
 
@@ -545,7 +560,7 @@ def _first_study_paragraph(s: Sources) -> list[str]:
 WIDTH = 88  # README's prose width.
 
 
-def _wrap(lines: Sequence[str]) -> list[str]:
+def wrap(lines: Sequence[str]) -> list[str]:
   """Paragraphs and bullets filled to :data:`WIDTH`; table lines and blank lines kept."""
   out = []
   for line in lines:
@@ -573,38 +588,47 @@ def block_text(s: Sources) -> str:
     lines.append(f"- {count_sentence(task, rows)} " + " ".join(sentences))
   lines += _exploratory_bullet(s)
   lines += _first_study_paragraph(s)
-  return "\n".join(_wrap(lines))
+  return "\n".join(wrap(lines))
 
 
-def replace_block(readme: str, body: str) -> str:
-  """``readme`` with the text between its marker lines replaced by ``body``.
+def replace_block(
+  readme: str,
+  body: str,
+  *,
+  begin: str = BEGIN,
+  end: str = END,
+  begin_line: str = BEGIN_LINE,
+  end_line: str = END_LINE,
+) -> str:
+  """``readme`` with the text between its marker lines (lines starting with ``begin``
+  and ``end``) replaced by ``body``, the markers by ``begin_line`` and ``end_line``.
 
   Raises:
     ValueError: unless ``readme`` has exactly one begin and one end marker line, in
       that order.
   """
   lines = readme.split("\n")
-  start, end = _marker_lines(lines)
-  return "\n".join(lines[:start] + [BEGIN_LINE, body, END_LINE] + lines[end + 1 :])
+  first, last = _marker_lines(lines, begin, end)
+  return "\n".join(lines[:first] + [begin_line, body, end_line] + lines[last + 1 :])
 
 
-def _marker_lines(lines: Sequence[str]) -> tuple[int, int]:
-  starts = [i for i, line in enumerate(lines) if line.startswith(BEGIN)]
-  ends = [i for i, line in enumerate(lines) if line.startswith(END)]
+def _marker_lines(lines: Sequence[str], begin: str = BEGIN, end: str = END) -> tuple[int, int]:
+  starts = [i for i, line in enumerate(lines) if line.startswith(begin)]
+  ends = [i for i, line in enumerate(lines) if line.startswith(end)]
   if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
-    raise ValueError("readme must hold one LM-study block between its two marker lines.")
+    raise ValueError(f"readme must hold one block between a {begin!r} and an {end!r} line.")
   return starts[0], ends[0]
 
 
-def block_of(readme: str) -> str:
+def block_of(readme: str, *, begin: str = BEGIN, end: str = END) -> str:
   """The text between ``readme``'s marker lines (:func:`replace_block`'s ``body``).
 
   Raises:
     ValueError: as :func:`replace_block`.
   """
   lines = readme.split("\n")
-  start, end = _marker_lines(lines)
-  return "\n".join(lines[start + 1 : end])
+  first, last = _marker_lines(lines, begin, end)
+  return "\n".join(lines[first + 1 : last])
 
 
 def first_difference(committed: str, generated: str) -> str | None:
@@ -625,6 +649,7 @@ def first_difference(committed: str, generated: str) -> str | None:
 # ---------------------------------------------------------------- the checker
 
 _NUM = r"[+−-]?\d+(?:\.\d+)?"
+_AT = r"(?:pass|max)@\d+(?: at matched KL)?"  # contrast_words' third element.
 
 
 def _number(text: str) -> float:
@@ -747,7 +772,7 @@ def claim_problems(text: str, rows: Sequence[Row]) -> list[str]:
     problems += _count_problems(sentence, named, rows)
     named_rows = []
     for m in re.finditer(
-      rf"({alias_re}) − ({alias_re}) at ((?:pass|max)@\d+) is ({_NUM}) \[({_NUM}), ({_NUM})\]",
+      rf"({alias_re}) − ({alias_re}) at ({_AT}) is ({_NUM}) \[({_NUM}), ({_NUM})\]",
       sentence,
     ):
       row = by_words.get((task, m.group(1), m.group(2), m.group(3)))
@@ -762,12 +787,18 @@ def claim_problems(text: str, rows: Sequence[Row]) -> list[str]:
 
 def _count_problems(sentence: str, named: Sequence[str], rows: Sequence[Row]) -> list[str]:
   problems = []
-  for m in re.finditer(r"(\d+) of (\d+) declared contrasts (detected|equivalent)", sentence):
-    scope = [r for r in rows if not named or r["task"] == named[-1]]
-    wanted = DETECTED if m.group(3) == "detected" else (EQUIVALENT,)
+  pattern = r"(\d+) of (\d+) (?:([a-z]+) )?declared contrasts (detected|equivalent)"
+  for m in re.finditer(pattern, sentence):
+    family = m.group(3)
+    scope = [
+      r
+      for r in rows
+      if (not named or r["task"] == named[-1]) and (family is None or r.get("family") == family)
+    ]
+    wanted = DETECTED if m.group(4) == "detected" else (EQUIVALENT,)
     count = sum(verdict_of(r) in wanted for r in scope)
     if (int(m.group(1)), int(m.group(2))) != (count, len(scope)):
-      where = named[-1] if named else "all tasks"
+      where = (named[-1] if named else "all tasks") + (f", {family} family" if family else "")
       problems.append(f"'{m.group(0)}' ({where}): contrasts.csv has {count} of {len(scope)}")
   return problems
 
@@ -783,7 +814,7 @@ def _verdict_problems(
   problems = []
   claims: list[tuple[str, list[Row], tuple[str, ...]]] = []
   task_rows = [r for r in rows if r["task"] == task]
-  at = re.search(r"\bat ((?:pass|max)@\d+)", sentence)
+  at = re.search(rf"\bat ({_AT})", sentence)
   for phrase, allowed in _PHRASES:
     for m in re.finditer(rf"(?<![\w@>])({alias_re}) {phrase} ({alias_re})", sentence):
       x, y = aliases[m.group(1)], aliases[m.group(2)]
@@ -803,6 +834,8 @@ def _verdict_problems(
     x, y = aliases[m.group(1)], aliases[m.group(2)]
     matched = [r for r in task_rows if {r["a"], r["b"]} <= x | y and r["a"] != r["b"]]
     matched = [r for r in matched if (r["a"] in x) != (r["a"] in y) or x == y]
+    if at:
+      matched = [r for r in matched if contrast_words(r)[2] == at.group(1)] or matched
     if not matched or any(verdict_of(r) != EQUIVALENT for r in matched):
       problems.append(f"'{m.group(0)}' but {task} has no such equivalence verdict")
   subjects = list(named_rows) or [r for _, matched, _ in claims for r in matched]
