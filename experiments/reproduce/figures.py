@@ -108,6 +108,13 @@ FIGURES: dict[str, tuple[str, str]] = {
     "Small LM: held-out pass@k and max@k vs k after SFT and after RL with each estimator "
     "and k_opt.",
   ),
+  "lm/committed/lm_study_frontier_countdown.png": (
+    "Matched-KL LM study: pass@k against KL (committed, not re-run)",
+    "The committed matched-KL study of max@k against GRPO on countdown (docs/lm_study, "
+    "its README gives the seeds and verdicts; hours of runs, not re-run here): held-out "
+    "pass@k against the KL to the warm start at each checkpoint, mean over seeds with a "
+    "95% band.",
+  ),
   "lm/bins.png": (
     "Small LM: problems by base pass@1",
     "Small LM: held-out problems binned by the base model's pass@1, with what each model "

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import os
+import shutil
 
 from experiments.reproduce import index_html
 from experiments.reproduce import index_markdown
 from experiments.reproduce import page as page_lib
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def write_index(
@@ -24,11 +27,26 @@ def write_index(
   *,
   skipped: Sequence[str] = (),
   total_seconds: float = 0.0,
+  repo_root: str = _ROOT,
 ) -> tuple[str, str]:
   """Writes ``out_dir/index.md`` and ``out_dir/index.html``; returns their paths.
 
-  See :func:`experiments.reproduce.page.build_page` for the arguments and what the page shows.
+  See :func:`experiments.reproduce.page.build_page` for the arguments and what the page
+  shows. First the committed figures of each shown stage
+  (:data:`experiments.reproduce.page.COMMITTED_FIGURES`, from ``repo_root``) are copied
+  into ``out_dir``, where the stage's section picks them up; a copy whose source is gone
+  is removed.
   """
+  for stage in stages:
+    if stage.failed:
+      continue
+    for source, dest in page_lib.COMMITTED_FIGURES.get(stage.name, ()):
+      source_path, dest_path = os.path.join(repo_root, source), os.path.join(out_dir, dest)
+      if os.path.isfile(source_path):
+        os.makedirs(os.path.dirname(dest_path), exist_ok=True)
+        shutil.copyfile(source_path, dest_path)
+      elif os.path.isfile(dest_path):
+        os.remove(dest_path)
   page = page_lib.build_page(out_dir, stages, skipped=skipped, total_seconds=total_seconds)
   md_path = os.path.join(out_dir, "index.md")
   with open(md_path, "w") as out:

@@ -80,6 +80,14 @@ SCOPE_NOTES = {
 }
 
 
+# Figures of the studies that take hours (committed under docs/, not re-run here), shown
+# in their stage's section from the committed copy: (file in the repository, path in the
+# reproduction's folder). ``index_page.write_index`` copies each one that exists.
+COMMITTED_FIGURES = {
+  "lm": (("docs/lm_study/frontier_countdown.png", "lm/committed/lm_study_frontier_countdown.png"),),
+}
+
+
 class Section(NamedTuple):
   """Everything one stage's section shows (a failed stage: no tables or figures)."""
 

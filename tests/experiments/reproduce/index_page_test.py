@@ -218,3 +218,19 @@ def test_an_older_notebook_listing_without_titles_names_each_figure(tmp_path):
   )
   (section,) = page_lib.build_page(str(tmp_path), [csv_files.shown_stage("notebooks")]).sections
   assert [f.title for f in section.figures] == ["pkpo.ipynb, pkpo_01.png"]
+
+
+def test_committed_study_figure_is_shown_in_its_stage_and_removed_with_its_source(tmp_path):
+  repo, out = tmp_path / "repo", tmp_path / "out"
+  ((source, dest),) = page_lib.COMMITTED_FIGURES["lm"]
+  (repo / source).parent.mkdir(parents=True)
+  (repo / source).write_bytes(b"\x89PNG committed")
+  csv_files.write_csv(out / "lm" / "results.csv", ["stage", "method"], [["base", "base"]])
+  md, _ = index_page.write_index(str(out), [csv_files.shown_stage("lm")], repo_root=str(repo))
+  assert (out / dest).read_bytes() == b"\x89PNG committed"
+  text = open(md).read()
+  assert f"({dest})" in text and "committed, not re-run" in text
+  # A copy whose source is gone goes with it.
+  os.remove(repo / source)
+  md, _ = index_page.write_index(str(out), [csv_files.shown_stage("lm")], repo_root=str(repo))
+  assert not (out / dest).exists() and f"({dest})" not in open(md).read()
