@@ -17,7 +17,7 @@ from absl import flags
 import jax
 import numpy as np
 
-from experiments import binary
+from experiments import command_line
 import maxk
 
 _SIZES = flags.DEFINE_list(
@@ -69,4 +69,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  binary.run(main)
+  command_line.run(main)

@@ -27,7 +27,7 @@ import sys
 from absl import app
 from absl import flags
 
-from experiments import binary
+from experiments import command_line
 
 _SHAPES = flags.DEFINE_list("shapes", ["256x64", "64x1024"], "Batch shapes BxN.")
 _NAMES = flags.DEFINE_list("estimators", [], "Estimators to time (default: all).")
@@ -127,4 +127,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  binary.run(main)
+  command_line.run(main)

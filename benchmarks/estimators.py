@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments import binary
+from experiments import command_line
 import maxk
 from tests.maxk import enumeration
 
@@ -218,4 +218,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  binary.run(main)
+  command_line.run(main)

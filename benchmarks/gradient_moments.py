@@ -19,7 +19,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from experiments import binary
+from experiments import command_line
 import maxk
 
 
@@ -92,4 +92,4 @@ def main(argv: Sequence[str], flag_values: dict[str, flags.FlagHolder[Any]]) -> 
 
 if __name__ == "__main__":
   _FLAG_VALUES = _define_flags()
-  binary.run(lambda argv: main(argv, _FLAG_VALUES))
+  command_line.run(lambda argv: main(argv, _FLAG_VALUES))

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments import binary
+from experiments import command_line
 from experiments.lm import mfu as mfu_lib
 from experiments.lm import model as model_lib
 from experiments.lm import optimizer as optimizer_lib
@@ -152,4 +152,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  binary.run(main)
+  command_line.run(main)

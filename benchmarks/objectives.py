@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments import binary
+from experiments import command_line
 import maxk
 
 
@@ -138,4 +138,4 @@ def main(argv: Sequence[str], flag_values: dict[str, flags.FlagHolder[Any]]) -> 
 
 if __name__ == "__main__":
   _FLAG_VALUES = _define_flags()
-  binary.run(lambda argv: main(argv, _FLAG_VALUES))
+  command_line.run(lambda argv: main(argv, _FLAG_VALUES))

@@ -54,7 +54,7 @@ def register_out_dir_validator(flag: str = "out_dir") -> None:
 
   A bad folder then stops the binary while its flags are parsed, before anything is
   written, with exit code 1 and one line: ``BINARY: flag --out_dir=PATH: <problem>``
-  under :func:`experiments.binary.parse_flags`, absl's ``FATAL Flags parsing error:
+  under :func:`experiments.command_line.parse_flags`, absl's ``FATAL Flags parsing error:
   ...`` under its own parser. An unset flag (None) is left to ``required=True``.
   """
 

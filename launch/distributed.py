@@ -34,7 +34,7 @@ _initialized = False
 
 # Binaries whose processes share one output folder (see the module docstring).
 SHARED_WORKDIR_BINARIES = frozenset({"experiments.lm", "experiments.lm.main"})
-# The output folder flag of the experiment binaries and its alias (experiments/binary.py).
+# The output folder flag of the experiment binaries and its alias (experiments/command_line.py).
 _OUT_FLAG = re.compile(r"--?(?:workdir|out_dir)(?==|$)")
 
 

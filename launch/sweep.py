@@ -31,7 +31,7 @@ import sys
 from typing import Any
 
 # The flag that receives each run's output folder: every experiment binary takes
-# --workdir (experiments/binary.py; experiments.lm.main too).
+# --workdir (experiments/command_line.py; experiments.lm.main too).
 OUT_FLAG = "workdir"
 # Its spellings, which a sweep must not set: the launcher gives each run its folder,
 # and the binaries accept --out_dir as the alias of --workdir.

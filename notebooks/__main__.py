@@ -15,7 +15,7 @@ import os
 from absl import app
 from absl import flags
 
-from experiments import binary
+from experiments import command_line
 from notebooks import execute
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "Folder for executed notebooks and figures.")
@@ -45,4 +45,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  binary.run(main)
+  command_line.run(main)

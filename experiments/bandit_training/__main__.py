@@ -2,13 +2,13 @@
 
 from absl import flags
 
-from experiments import binary
+from experiments import command_line
 from experiments.bandit_training import main
 
 __doc__ = main.__doc__  # absl's --help prints the started module's docstring.
 
-# --help lists the flags main.py defines (through experiments.binary).
-flags.adopt_module_key_flags(binary)
+# --help lists the flags main.py defines (through experiments.command_line).
+flags.adopt_module_key_flags(command_line)
 
 if __name__ == "__main__":
-  binary.run(main.main)
+  command_line.run(main.main)

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from experiments import binary
+from experiments import command_line
 from experiments.bandit_variance import study
 
-_CONFIG, _WORKDIR = binary.define_flags(study.__file__)
+_CONFIG, _WORKDIR = command_line.define_flags(study.__file__)
 
 
 def main(argv: Sequence[str]) -> None:
   """Runs :func:`experiments.bandit_variance.study.run` on the flags' config and workdir."""
-  with binary.one_line_errors(argv):
+  with command_line.one_line_errors(argv):
     study.run(_CONFIG.value, _WORKDIR.value)

@@ -19,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 import json
 
-from experiments import binary
+from experiments import command_line
 from experiments.best_of_n import experiment
 
-_CONFIG, _WORKDIR = binary.define_flags(experiment.__file__)
+_CONFIG, _WORKDIR = command_line.define_flags(experiment.__file__)
 
 
 def main(argv: Sequence[str]) -> None:
   """Runs :func:`experiments.best_of_n.experiment.run`; prints the summary as JSON."""
-  with binary.one_line_errors(argv):
+  with command_line.one_line_errors(argv):
     summary = experiment.run(_CONFIG.value, _WORKDIR.value)
   print(json.dumps(summary, indent=2, sort_keys=True))

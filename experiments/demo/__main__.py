@@ -12,7 +12,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from experiments import binary
+from experiments import command_line
 from experiments import demo
 
 _K = flags.DEFINE_integer("k", 4, "k of max@k / pass@k.", lower_bound=2, upper_bound=8)
@@ -27,4 +27,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  binary.run(main)
+  command_line.run(main)

@@ -44,7 +44,7 @@ from typing import Any
 from absl import app
 from absl import flags
 
-from experiments import binary
+from experiments import command_line
 
 # The files of a run that are committed (see the module docstring).
 ARCHIVED = (
@@ -224,4 +224,4 @@ def main(argv: Sequence[str], flag_values: dict[str, flags.FlagHolder]) -> None:
 
 if __name__ == "__main__":
   _FLAG_VALUES = _define_flags()
-  binary.run(lambda argv: main(argv, _FLAG_VALUES))
+  command_line.run(lambda argv: main(argv, _FLAG_VALUES))

@@ -22,11 +22,11 @@ file or not writable (see experiments/outputs.py).
 from absl import app
 from absl import flags
 
-from experiments import binary
+from experiments import command_line
 from experiments import outputs
 from experiments.lm import train
 
-_CONFIG = binary.define_config(
+_CONFIG = command_line.define_config(
   None,
   "Experiment config file, 'PATH' or 'PATH:VARIANT'; override a field with --config.FIELD=VALUE.",
 )
@@ -49,7 +49,7 @@ def main(argv: list[str]) -> None:
 def start() -> None:
   """Parses the flags (``--config`` and ``--workdir`` required) and calls ``main``."""
   flags.mark_flags_as_required(["config"])
-  binary.run(main)
+  command_line.run(main)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import sys
 from absl import app
 from absl import flags
 
-from experiments import binary
+from experiments import command_line
 from experiments.lm.study import design_markdown
 from experiments.lm.study import design_note
 from experiments.lm.study import files
@@ -64,4 +64,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  binary.run(main)
+  command_line.run(main)

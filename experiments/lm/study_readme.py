@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from absl import app
 from absl import flags
 
-from experiments import binary
+from experiments import command_line
 from experiments.lm.study import readme_matched_kl
 from experiments.lm.study import readme_section
 
@@ -89,4 +89,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  binary.run(main)
+  command_line.run(main)

@@ -195,7 +195,7 @@ from typing import Any
 from absl import app
 from absl import flags
 
-from experiments import binary
+from experiments import command_line
 from experiments import outputs
 from experiments.lm.study import config as config_lib
 from experiments.lm.study import files
@@ -213,7 +213,7 @@ _STUDY_DIR = flags.DEFINE_string(
   "The study sweep's --out_root, or a folder of its archived runs (experiments.lm.archive_runs).",
 )
 _WORKDIR = flags.DEFINE_string("workdir", "out/lm_study/summary", "Where the summary goes.")
-# The output flag and its old name, as in every experiment binary (experiments/binary.py).
+# The output flag and its old name, as in every experiment binary (experiments/command_line.py).
 flags.DEFINE_alias("out_dir", "workdir")
 _ALLOW_INCOMPLETE = flags.DEFINE_bool(
   "allow_incomplete",
@@ -263,4 +263,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  binary.run(main)
+  command_line.run(main)

@@ -2,7 +2,7 @@
 
 from absl import flags
 
-from experiments import binary
+from experiments import command_line
 from experiments.reproduce import main
 
 __doc__ = main.__doc__  # absl's --help prints the started module's docstring.
@@ -11,4 +11,4 @@ __doc__ = main.__doc__  # absl's --help prints the started module's docstring.
 flags.adopt_module_key_flags(main)
 
 if __name__ == "__main__":
-  binary.run(main.main)
+  command_line.run(main.main)

@@ -1,5 +1,5 @@
 """Every benchmark's --help exits 0, and a flag value that does not parse ends it with
-one line on stderr and exit code 1 (experiments.binary.run, as the experiments)."""
+one line on stderr and exit code 1 (experiments.command_line.run, as the experiments)."""
 
 import os
 import subprocess

@@ -31,7 +31,7 @@ _BAD_VALUES = {
 }
 # Binaries without --workdir.
 _NO_WORKDIR = ("experiments.demo", "experiments.lm.study_readme", "experiments.lm.archive_runs")
-# The benchmarks (no --config, no --workdir): they start through experiments.binary too.
+# The benchmarks (no --config, no --workdir): they start through experiments.command_line too.
 _BENCHMARKS = (
   "benchmarks.compile_time",
   "benchmarks.estimators",
@@ -103,19 +103,19 @@ def test_every_binary_answers_a_command_line_mistake_with_one_line(tmp_path):
 
 
 # Starts the binary sys.argv[2] (arguments sys.argv[3:]) as `python -m` does, with the
-# main it hands to experiments.binary.run replaced by one that creates the file
+# main it hands to experiments.command_line.run replaced by one that creates the file
 # sys.argv[1] and then waits: the test's Ctrl-C lands inside main, after the flags were
 # parsed, however long the start took.
 _WAIT_IN_MAIN = """
 import runpy, sys, time
-from experiments import binary
+from experiments import command_line
 ready, module, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-run = binary.run
+run = command_line.run
 def wait_in_main(argv):
   open(ready, "w").close()
   while True:
     time.sleep(0.05)
-binary.run = lambda main: run(wait_in_main)
+command_line.run = lambda main: run(wait_in_main)
 sys.argv = [module, *args]
 runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
