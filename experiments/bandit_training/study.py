@@ -28,7 +28,6 @@ from experiments.bandit_training import validation
 from experiments.bandits import policies
 from experiments.bandits import training
 
-BANDITS = validation.BANDITS
 # (bandit name, policy, initial parameters) of one bandit.
 Bandit = tuple[str, Any, jax.Array]
 # The curves of one run by metric (see experiments.bandits.training.train).
@@ -44,7 +43,8 @@ def make_bandit(
   theta0: float,
   sigma: float,
 ) -> tuple[Any, jax.Array]:
-  """``(policy, initial parameters)`` of the bandit called ``name`` (one of :data:`BANDITS`).
+  """``(policy, initial parameters)`` of the bandit called ``name`` (one of
+  :data:`experiments.bandit_training.validation.BANDITS`).
 
   Args:
     name: ``"easy"``, ``"hard"`` (see :mod:`experiments.bandits.policies`) or
@@ -65,7 +65,7 @@ def make_bandit(
   if name == "gaussian":
     policy = policies.GaussianToy(sigma=sigma)
     return policy, policy.init_params(theta0)
-  raise ValueError(f"Unknown bandit={name!r}; valid options are {list(BANDITS)}.")
+  raise ValueError(f"Unknown bandit={name!r}; valid options are {list(validation.BANDITS)}.")
 
 
 def make_runs(

@@ -6,11 +6,10 @@ import ml_collections
 
 from experiments import config_checks as checks
 from experiments import estimators as estimators_lib
+from experiments import objectives as objectives_lib
 from experiments.bandits import atlas
-from experiments.bandits import rank_objectives
 
 POLICIES = ("gaussian", "categorical")
-OBJECTIVES = rank_objectives.OBJECTIVES
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
@@ -25,7 +24,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
   """
   checks.integer(config, "seed", low=0)
   policies = checks.names(config, "policies", POLICIES)
-  objectives = checks.names(config, "objectives", OBJECTIVES)
+  objectives = checks.names(config, "objectives", objectives_lib.OBJECTIVES)
   top_m = checks.integer(config, "top_m", low=1)
   try:
     estimators_lib.parse_names(checks.split(config.estimators))

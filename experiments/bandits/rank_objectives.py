@@ -29,10 +29,6 @@ from experiments import objectives as objectives_lib
 from experiments.bandits import variance
 import maxk
 
-# Every objective of the study; "max" is the max@k study of experiments.bandits.variance.
-OBJECTIVES = objectives_lib.OBJECTIVES
-objective_weights = objectives_lib.objective_weights
-objective_rewards = objectives_lib.objective_rewards
 # Folded into a cell's key: the objectives' draws are independent of the max@k study's.
 _KEY_TAG = 1
 
@@ -52,8 +48,10 @@ def exact_objective_gradient(
 
 def estimators_for(objective: str) -> tuple[estimators_lib.Estimator, ...]:
   """The registered estimators of a rank objective (not ``max``), in registration order."""
-  if objective not in OBJECTIVES or objective == "max":
-    raise ValueError(f"objective={objective!r} must be one of {list(OBJECTIVES[1:])}.")
+  if objective not in objectives_lib.OBJECTIVES or objective == "max":
+    raise ValueError(
+      f"objective={objective!r} must be one of {list(objectives_lib.OBJECTIVES[1:])}."
+    )
   return estimators_lib.entries(objective)
 
 
@@ -146,12 +144,12 @@ def run_objectives(
 
   Args:
     settings: the study's settings, in the order of the max@k study (indices match).
-    objectives: names from :data:`OBJECTIVES`; ``max`` is ignored here.
+    objectives: names from :data:`experiments.objectives.OBJECTIVES`; ``max`` is ignored here.
     top_m: the m of ``top_m``.
     progress: wraps the list of settings (e.g. a progress bar).
   """
   ns, ks = sorted(set(ns)), sorted(set(ks))
-  objectives = [o for o in OBJECTIVES if o in objectives and o != "max"]
+  objectives = [o for o in objectives_lib.OBJECTIVES if o in objectives and o != "max"]
   base = jax.random.key(seed)
   rows = []
   for s, setting in progress(list(enumerate(settings))):
@@ -196,10 +194,12 @@ def _setting_cells(
   ests: list[estimators_lib.Estimator] = []
   exact: dict[str, np.ndarray] = {}
   for objective in objectives:
-    weights = objective_weights(objective, k, top_m=top_m)
+    weights = objectives_lib.objective_weights(objective, k, top_m=top_m)
     if weights is None:
       continue
-    table = objective_rewards(objective, np.asarray(setting.policy.rewards), pass_threshold)
+    table = objectives_lib.objective_rewards(
+      objective, np.asarray(setting.policy.rewards), pass_threshold
+    )
     exact[objective] = exact_objective_gradient(setting.target, weights, table)
     ests += estimators_for(objective)
   if not ests:

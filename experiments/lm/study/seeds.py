@@ -16,8 +16,6 @@ from experiments.lm import contrasts
 from experiments.lm import intervals
 import maxk
 
-CONFIDENCE = intervals.CONFIDENCE
-
 
 def across_seeds(values_S: Sequence[float], bounds: tuple[float, float]) -> tuple[float, ...]:
   """(mean, lo, hi): the mean of per-seed values and its Student-t interval (S − 1
@@ -26,7 +24,9 @@ def across_seeds(values_S: Sequence[float], bounds: tuple[float, float]) -> tupl
   if values.size < 2 or not np.all(np.isfinite(values)):
     mean = float(np.mean(values)) if values.size else float("nan")
     return mean, float("nan"), float("nan")
-  iv = maxk.mean_with_interval(jnp.asarray(values), confidence=CONFIDENCE, distribution="t")
+  iv = maxk.mean_with_interval(
+    jnp.asarray(values), confidence=intervals.CONFIDENCE, distribution="t"
+  )
   lo, hi = float(iv.lo), float(iv.hi)
   return float(iv.mean), max(bounds[0], lo), min(bounds[1], hi)
 
@@ -45,7 +45,7 @@ def across_seeds_many(
       by_size.setdefault(len(v), []).append(i)
   for indices in by_size.values():
     batch = jnp.asarray(np.array([values[i] for i in indices], np.float64))
-    iv = maxk.mean_with_interval(batch, confidence=CONFIDENCE, distribution="t")
+    iv = maxk.mean_with_interval(batch, confidence=intervals.CONFIDENCE, distribution="t")
     for i, mean, lo, hi in zip(indices, np.asarray(iv.mean), np.asarray(iv.lo), np.asarray(iv.hi)):
       out[i] = (float(mean), max(bounds[0], float(lo)), min(bounds[1], float(hi)))
   return out
@@ -64,7 +64,7 @@ def seed_interval(diffs: Sequence[float], stderrs: Sequence[float]) -> contrasts
   if len(diffs) < 2:
     nan = np.full((), np.nan)
     return contrasts.SeedInterval(np.asarray(mean), nan, nan, nan, nan, np.asarray(False))
-  iv = contrasts.floored_interval(diffs, stderrs, confidence=CONFIDENCE)
+  iv = contrasts.floored_interval(diffs, stderrs, confidence=intervals.CONFIDENCE)
   return iv._replace(mean=np.asarray(mean), lo=np.maximum(iv.lo, -1.0), hi=np.minimum(iv.hi, 1.0))
 
 
@@ -72,7 +72,7 @@ def plain_bounds(diffs: Sequence[float]) -> tuple[float, float]:
   """The unfloored t-interval's bounds in [-1, 1] (NaN for fewer than 2 seeds)."""
   if len(diffs) < 2:
     return float("nan"), float("nan")
-  iv = contrasts.plain_interval(diffs, confidence=CONFIDENCE)
+  iv = contrasts.plain_interval(diffs, confidence=intervals.CONFIDENCE)
   return max(-1.0, float(iv.lo)), min(1.0, float(iv.hi))
 
 
@@ -86,7 +86,7 @@ def plain_across_seeds(
   mean = float(np.mean(values)) if values.size else float("nan")
   if values.size < 2:
     return mean, float("nan"), float("nan")
-  iv = contrasts.plain_interval(values, confidence=CONFIDENCE)
+  iv = contrasts.plain_interval(values, confidence=intervals.CONFIDENCE)
   return mean, max(bounds[0], float(iv.lo)), min(bounds[1], float(iv.hi))
 
 

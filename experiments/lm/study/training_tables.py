@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from experiments.lm import contrasts
+from experiments.lm import intervals
 from experiments.lm import prompt_records
 from experiments.lm.study import loading
 from experiments.lm.study import methods as methods_lib
@@ -232,7 +233,7 @@ def training_curves(
       mean = values.mean(axis=-1)
       lo = hi = np.full_like(mean, np.nan)
       if values.shape[-1] >= 2:
-        iv = contrasts.plain_interval(values, confidence=seeds_lib.CONFIDENCE)
+        iv = contrasts.plain_interval(values, confidence=intervals.CONFIDENCE)
         lo, hi = iv.lo, iv.hi
       out[name][column] = (step, mean, lo, hi)
   return out

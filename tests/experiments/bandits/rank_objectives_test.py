@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from experiments import estimators as estimators_lib
+from experiments import objectives
 from experiments.bandits import policies
 from experiments.bandits import rank_objectives
 from experiments.bandits import variance
@@ -14,30 +15,28 @@ import maxk
 
 
 def test_objective_weights():
-  np.testing.assert_allclose(
-    rank_objectives.objective_weights("top_m", 4, top_m=2), [0, 0, 0.5, 0.5]
-  )
-  assert rank_objectives.objective_weights("top_m", 1, top_m=2) is None
-  np.testing.assert_allclose(rank_objectives.objective_weights("min", 3, top_m=2), [1, 0, 0])
+  np.testing.assert_allclose(objectives.objective_weights("top_m", 4, top_m=2), [0, 0, 0.5, 0.5])
+  assert objectives.objective_weights("top_m", 1, top_m=2) is None
+  np.testing.assert_allclose(objectives.objective_weights("min", 3, top_m=2), [1, 0, 0])
   # maxrl at k=2 over binary rewards: pass@1 + pass@2 / 2 = E[(X1 + X2) / 2] + E[X_(2:2)] / 2.
-  np.testing.assert_allclose(rank_objectives.objective_weights("maxrl", 2, top_m=2), [0.5, 1.0])
+  np.testing.assert_allclose(objectives.objective_weights("maxrl", 2, top_m=2), [0.5, 1.0])
   with pytest.raises(ValueError, match="Unknown objective='mode'"):
-    rank_objectives.objective_weights("mode", 2, top_m=2)
+    objectives.objective_weights("mode", 2, top_m=2)
   with pytest.raises(ValueError, match="must be one of"):
     rank_objectives.estimators_for("max")
 
 
 def test_exact_gradient_of_max_matches_the_policy_and_maxrl_matches_pass_at_k():
   policy, logits = policies.random_bandit(5, seed=3)
-  weights = rank_objectives.objective_weights("max", 3, top_m=2)
+  weights = objectives.objective_weights("max", 3, top_m=2)
   np.testing.assert_allclose(
     rank_objectives.exact_objective_gradient(logits, weights, policy.rewards),
     policy.exact_gradient(logits, 3),
     atol=1e-6,
   )
   # maxrl = sum_{j<=3} pass@j / j, pass@j from the policy's closed form.
-  correct = rank_objectives.objective_rewards("maxrl", policy.rewards, 0.5)
-  weights = rank_objectives.objective_weights("maxrl", 3, top_m=2)
+  correct = objectives.objective_rewards("maxrl", policy.rewards, 0.5)
+  weights = objectives.objective_weights("maxrl", 3, top_m=2)
   expected = jax.grad(lambda p: sum(policy.pass_at_k(p, j, 0.5) / j for j in (1, 2, 3)))(logits)
   np.testing.assert_allclose(
     rank_objectives.exact_objective_gradient(logits, weights, correct), expected, atol=1e-6
