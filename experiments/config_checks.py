@@ -2,7 +2,8 @@
 
 Every binary's ``validate(config)`` is a list of these checks; its ``run`` calls it
 first, so a bad value stops the run with one line naming the field before anything
-is written. List-valued fields are comma-separated strings (``"4,8,16"``), so that
+is written. A field's ``name`` may be dotted (``"rl.steps"``) for nested configs.
+List-valued fields are comma-separated strings (``"4,8,16"``), so that
 ``--config.ns=4,8`` overrides them on the command line as the old flags did.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import math
+import numbers
 from typing import Any, NoReturn
 
 import ml_collections
@@ -29,12 +31,23 @@ def split(text: str) -> tuple[str, ...]:
   return tuple(item.strip() for item in text.split(",")) if text.strip() else ()
 
 
+def value(config: ml_collections.ConfigDict, name: str) -> Any:
+  """``config[name]``, following dots (``"eval.n"``); a missing field is a ConfigError."""
+  node: Any = config
+  for part in name.split("."):
+    try:
+      node = node[part]
+    except (KeyError, TypeError, AttributeError):
+      raise ConfigError(f"config.{name} is missing.") from None
+  return node
+
+
 def integer(config: ml_collections.ConfigDict, name: str, *, low: int) -> int:
   """``config[name]``, which must be an integer (not a bool) >= ``low``."""
-  value = config[name]
-  if isinstance(value, bool) or not isinstance(value, int) or value < low:
-    fail(name, value, f"must be an integer >= {low}")
-  return value
+  v = value(config, name)
+  if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+    fail(name, v, f"must be an integer >= {low}")
+  return int(v)
 
 
 def number(
@@ -43,19 +56,39 @@ def number(
   *,
   above: float | None = None,
   at_least: float | None = None,
+  at_most: float | None = None,
   below: float | None = None,
 ) -> float:
-  """``config[name]``, a finite number, ``> above``, ``>= at_least`` and ``< below`` where set."""
-  value = config[name]
+  """``config[name]``, a finite number, ``> above``, ``>= at_least``, ``<= at_most`` and
+  ``< below`` where set."""
+  v = value(config, name)
   rules = [f"> {above}"] * (above is not None) + [f">= {at_least}"] * (at_least is not None)
-  rules += [f"< {below}"] * (below is not None)
+  rules += [f"<= {at_most}"] * (at_most is not None) + [f"< {below}"] * (below is not None)
   rule = " and ".join(["must be a finite number", *rules])
-  if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-    fail(name, value, rule)
-  ok = (above is None or value > above) and (at_least is None or value >= at_least)
-  if not (ok and (below is None or value < below)):
-    fail(name, value, rule)
-  return float(value)
+  if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+    fail(name, v, rule)
+  x = float(v)
+  ok = (above is None or x > above) and (at_least is None or x >= at_least)
+  ok = ok and (at_most is None or x <= at_most) and (below is None or x < below)
+  if not ok:
+    fail(name, v, rule)
+  return x
+
+
+def flag(config: ml_collections.ConfigDict, name: str) -> bool:
+  """``config[name]``, which must be True or False."""
+  v = value(config, name)
+  if not isinstance(v, bool):
+    fail(name, v, "must be True or False")
+  return v
+
+
+def choice(config: ml_collections.ConfigDict, name: str, choices: Sequence[str]) -> str:
+  """``config[name]``, which must be one of ``choices``."""
+  v = value(config, name)
+  if v not in choices:
+    fail(name, v, f"must be one of {tuple(choices)}")
+  return v
 
 
 def names(config: ml_collections.ConfigDict, name: str, valid: Sequence[str]) -> tuple[str, ...]:
@@ -79,7 +112,7 @@ def ints(config: ml_collections.ConfigDict, name: str, *, low: int) -> tuple[int
 
 
 def _items(config: ml_collections.ConfigDict, name: str) -> tuple[str, ...]:
-  value = config[name]
-  if not isinstance(value, str):
-    fail(name, value, "must be a comma-separated string")
-  return split(value)
+  v = value(config, name)
+  if not isinstance(v, str):
+    fail(name, v, "must be a comma-separated string")
+  return split(v)

@@ -2,6 +2,7 @@ r"""Small-LM RL with pass@k / max@k estimators: warm start, then RL, on verifiab
 
 Usage (python -m experiments.lm.main is the same binary):
   python -m experiments.lm --config=experiments/lm/configs/tiny.py --workdir=/tmp/lm
+  python -m experiments.lm --workdir=/tmp/lm_default  # configs/default.py
   python -m experiments.lm --config=experiments/lm/configs/default.py \
       --config.rl.runs=max_at_k@1,max_at_k@8,grpo --workdir=/tmp/lm_default
   python -m experiments.lm --config=experiments/lm/configs/study_8seed.py:program \
@@ -19,36 +20,31 @@ before anything is written; so does a --workdir that is empty, a file, below a
 file or not writable (see experiments/outputs.py).
 """
 
-from absl import app
 from absl import flags
 
 from experiments import command_line
-from experiments import outputs
 from experiments.lm import train
 
-_CONFIG = command_line.define_config(
-  None,
-  "Experiment config file, 'PATH' or 'PATH:VARIANT'; override a field with --config.FIELD=VALUE.",
-)
-_WORKDIR = flags.DEFINE_string("workdir", None, "Output and checkpoint directory.", required=True)
+_CONFIG, _WORKDIR = command_line.define_flags(train.__file__)
+# Run as `python -m experiments.lm.main`, --help lists --config and --workdir too.
+flags.adopt_module_key_flags(command_line)
 _DISTRIBUTED = flags.DEFINE_bool(
   "distributed",
   False,
   "Call jax.distributed.initialize() first (multi-host runs); a no-op under launch.distributed.",
 )
-outputs.register_out_dir_validator("workdir")
 
 
 def main(argv: list[str]) -> None:
-  """Runs the experiment of ``--config`` in ``--workdir`` (``train.main``)."""
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  train.main(_CONFIG.value, _WORKDIR.value, distributed=_DISTRIBUTED.value)
+  """Runs the experiment of ``--config`` in ``--workdir`` (``train.main``); a refused
+  run (bad config, busy or mismatched workdir, damaged log or checkpoint) ends with
+  one error line and exit code 1."""
+  with command_line.one_line_errors(argv):
+    train.main(_CONFIG.value, _WORKDIR.value, distributed=_DISTRIBUTED.value)
 
 
 def start() -> None:
-  """Parses the flags (``--config`` and ``--workdir`` required) and calls ``main``."""
-  flags.mark_flags_as_required(["config"])
+  """Parses the flags and calls ``main`` (:func:`experiments.command_line.run`)."""
   command_line.run(main)
 
 

@@ -55,8 +55,8 @@ from absl import logging
 import jax
 
 import experiments
+from experiments import config_checks
 from experiments import outputs
-from experiments.lm import validation
 from experiments.lm import workdir as workdir_lib
 import maxk
 
@@ -122,7 +122,7 @@ def design_note(path: str) -> DesignNote | None:
   committed as it is on disk.
 
   Raises:
-    validation.ConfigError: naming ``config.study_design``, when the file is absent,
+    config_checks.ConfigError: naming ``config.study_design``, when the file is absent,
       untracked, modified (staged or not) or git cannot tell.
   """
   if not path:
@@ -131,16 +131,16 @@ def design_note(path: str) -> DesignNote | None:
   try:
     root = git("rev-parse", "--show-toplevel").strip()
     if not os.path.isfile(os.path.join(root, path)):
-      raise validation.ConfigError(f"{field}: no such file in {root}.")
+      raise config_checks.ConfigError(f"{field}: no such file in {root}.")
     changed = git("status", "--porcelain", "--", path, cwd=root).strip()
     last = git("log", "-1", "--format=%H %ct", "--", path, cwd=root).split()
   except GitError as e:
-    raise validation.ConfigError(
+    raise config_checks.ConfigError(
       f"{field}: cannot check that the design note is committed ({e})."
     ) from None
   if changed or not last:
     what = "is not committed" if not last else "has uncommitted changes"
-    raise validation.ConfigError(
+    raise config_checks.ConfigError(
       f"{field} {what} in {root}: commit the design note before any run of the study."
     )
   return DesignNote(path=path, commit=last[0], committed_utc=_utc(last[1]))

@@ -314,7 +314,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> list[dict[str, Any]]
   rows (process 0; the other processes of a multi-host run return none).
 
   Raises:
-    validation.ConfigError: a bad config value or design note (before any write).
+    config_checks.ConfigError: a bad config value or design note (before any write).
     workdir_lib.WorkdirError: the workdir is in use, holds another config, or its log
       or a checkpoint (or ``run.json``) is damaged.
   """
@@ -343,15 +343,14 @@ def initialize_distributed(enabled: bool) -> None:
 
 
 def main(config: ml_collections.ConfigDict, workdir: str, *, distributed: bool = False) -> None:
-  """The binary: ``run``, with a refused run (bad config, busy or mismatched workdir,
-  damaged log or checkpoint) ending the process with one error line and exit code 1."""
+  """The binary's body: ``run``, then its rows logged. A refused run (bad config, busy or
+  mismatched workdir, damaged log or checkpoint) raises
+  :class:`experiments.config_checks.ConfigError` (``WorkdirError`` is one), which
+  ``experiments.lm.main`` turns into one error line and exit code 1."""
   initialize_distributed(distributed)
   logging.info(
     "JAX devices: %s (process %d of %d)", jax.devices(), jax.process_index(), jax.process_count()
   )
-  try:
-    rows = run(config, workdir)
-  except (validation.ConfigError, workdir_lib.WorkdirError) as e:
-    raise SystemExit(f"experiments.lm.main: {e}") from None
+  rows = run(config, workdir)
   for row in rows:
     logging.info("%s", row)

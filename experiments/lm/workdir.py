@@ -28,6 +28,7 @@ import json
 import os
 from typing import Any
 
+from experiments import config_checks
 from experiments import outputs
 
 LOCK_FILE = ".lock"
@@ -37,8 +38,9 @@ UNCHECKED_FIELDS = ("workdir",)
 _MAX_LISTED = 8
 
 
-class WorkdirError(RuntimeError):
-  """The workdir cannot be used by this run: locked, another config, damaged."""
+class WorkdirError(config_checks.ConfigError):
+  """The workdir cannot be used by this run: locked, another config, damaged (a
+  :class:`experiments.config_checks.ConfigError`: the binary ends with its one line)."""
 
 
 def config_differences(

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from experiments import config_checks
 from experiments.lm import answer_overlap
 from experiments.lm import evaluation
 from experiments.lm import splits
@@ -173,7 +174,7 @@ def test_novel_answers_is_deterministic_and_off_by_default():
 def test_novel_answers_must_be_a_bool():
   config = tiny.get_config("micro")
   config.task.novel_answers = "yes"
-  with pytest.raises(validation.ConfigError, match=r"config\.task\.novel_answers="):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.task\.novel_answers="):
     validation.validate_config(config)
   with pytest.raises(ValueError, match="novel_answers"):
     answer_overlap.novel_answers(config)

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from experiments import config_checks
 from experiments.lm import provenance
 from experiments.lm import train
 from experiments.lm import validation
@@ -101,7 +102,7 @@ def _stage_new_note(repo):
 def test_an_absent_or_uncommitted_design_note_is_refused(repo, change, expected):
   change(repo)
   with pytest.raises(
-    validation.ConfigError, match=rf"config\.study_design='docs/NOPE.md'.*{expected}"
+    config_checks.ConfigError, match=rf"config\.study_design='docs/NOPE.md'.*{expected}"
   ):
     provenance.design_note("docs/NOPE.md")
 
@@ -111,7 +112,7 @@ def test_a_modified_design_note_is_refused(repo, staged):
   (repo / "docs" / "DESIGN.md").write_text("the design, changed after the fact\n")
   if staged:
     _git(repo, "add", ".")
-  with pytest.raises(validation.ConfigError, match="has uncommitted changes"):
+  with pytest.raises(config_checks.ConfigError, match="has uncommitted changes"):
     provenance.design_note("docs/DESIGN.md")
 
 
@@ -138,7 +139,7 @@ def test_without_git_the_fields_are_none_with_a_reason(tmp_path, monkeypatch):
   assert state["commit"] is None and "git rev-parse HEAD" in state["provenance_error"]
   session = provenance.new_session(None)
   assert set(session) == SESSION_FIELDS and session["commit"] is None
-  with pytest.raises(validation.ConfigError, match="cannot check that the design note"):
+  with pytest.raises(config_checks.ConfigError, match="cannot check that the design note"):
     provenance.design_note("docs/DESIGN.md")
 
 
@@ -187,7 +188,7 @@ def test_a_damaged_run_file_is_refused(tmp_path):
 def test_a_run_with_an_uncommitted_design_note_writes_nothing(tmp_path):
   config = tiny.get_config("micro")
   config.study_design = "docs/no_such_design_note.md"
-  with pytest.raises(validation.ConfigError, match="no such file"):
+  with pytest.raises(config_checks.ConfigError, match="no such file"):
     train.run(config, str(tmp_path / "w"))
   assert not (tmp_path / "w").exists()
 
@@ -197,7 +198,7 @@ def test_study_design_must_be_a_repository_path(path):
   config = tiny.get_config("micro")
   with config.ignore_type():
     config.study_design = path
-  with pytest.raises(validation.ConfigError, match=r"config\.study_design="):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.study_design="):
     validation.validate_config(config)
 
 

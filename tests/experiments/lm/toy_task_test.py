@@ -8,14 +8,14 @@ import os
 
 import pytest
 
+from experiments import config_checks
 from experiments.lm import tasks
 from experiments.lm import train
-from experiments.lm import validation
 from tests.experiments.lm import toy_task
 
 
 def test_an_unregistered_task_is_refused(tmp_path):
-  with pytest.raises(validation.ConfigError, match="reverse"):
+  with pytest.raises(config_checks.ConfigError, match="reverse"):
     train.run(toy_task.micro_config(), str(tmp_path))
   assert not os.listdir(tmp_path)
 

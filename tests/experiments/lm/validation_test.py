@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from experiments import config_checks
 from experiments.lm import runs as runs_lib
 from experiments.lm import validation
 from experiments.lm.configs import default
@@ -76,7 +77,7 @@ def test_shipped_configs_are_valid(config):
   ],
 )
 def test_bad_integer_fields_are_named(field, value):
-  with pytest.raises(validation.ConfigError, match=rf"config\.{field}="):
+  with pytest.raises(config_checks.ConfigError, match=rf"config\.{field}="):
     validation.validate_config(_config(**{field: value}))
 
 
@@ -105,7 +106,7 @@ def test_bad_integer_fields_are_named(field, value):
   ],
 )
 def test_bad_real_fields_are_named(field, value):
-  with pytest.raises(validation.ConfigError, match=rf"config\.{field}=.*finite number"):
+  with pytest.raises(config_checks.ConfigError, match=rf"config\.{field}=.*finite number"):
     validation.validate_config(_config(**{field: value}))
 
 
@@ -126,38 +127,38 @@ def test_bad_real_fields_are_named(field, value):
   ],
 )
 def test_bad_choices_are_named(field, value):
-  with pytest.raises(validation.ConfigError, match=rf"config\.{field}="):
+  with pytest.raises(config_checks.ConfigError, match=rf"config\.{field}="):
     validation.validate_config(_config(**{field: value}))
 
 
 def test_cross_field_checks():
-  with pytest.raises(validation.ConfigError, match=r"config\.model\.d_model=.*num_heads"):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.model\.d_model=.*num_heads"):
     validation.validate_config(_config(**{"model.d_model": 30, "model.num_heads": 4}))
-  with pytest.raises(validation.ConfigError, match=r"config\.task\.kwargs="):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.task\.kwargs="):
     validation.validate_config(_config(**{"task.kwargs": {"num_digits": 2, "colour": "red"}}))
 
 
 def test_missing_field_is_named():
   config = _config()
   del config.eval["every"]
-  with pytest.raises(validation.ConfigError, match=r"config\.eval\.every is missing"):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.eval\.every is missing"):
     validation.validate_config(config)
 
 
 def test_devices_must_exist_and_divide_every_batch():
   config = _config()  # sft 16 rows, rl 4 x 4, eval 4 x 4.
   validation.validate_config(config, device_count=4)
-  with pytest.raises(validation.ConfigError, match=r"config\.num_devices=8 exceeds"):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.num_devices=8 exceeds"):
     validation.validate_config(_config(num_devices=8), device_count=4)
   with pytest.raises(
-    validation.ConfigError, match=r"config\.sft\.batch_size gives batches of 12 rows"
+    config_checks.ConfigError, match=r"config\.sft\.batch_size gives batches of 12 rows"
   ):
     validation.validate_config(_config(**{"sft.batch_size": 12}), device_count=8)
-  with pytest.raises(validation.ConfigError, match=r"config\.rl\.prompts_per_step"):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.rl\.prompts_per_step"):
     validation.validate_config(_config(**{"rl.prompts_per_step": 3}), device_count=8)
   # Chunks of 4 and 6 - 4 = 2 prompts: 8 and 4 rows; 4 do not divide over 8 devices.
   eval_chunks = {"eval.num_prompts": 6, "eval.chunk_prompts": 4, "eval.n": 2, "sft.batch_size": 8}
-  with pytest.raises(validation.ConfigError, match=r"config\.eval\.num_prompts"):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.eval\.num_prompts"):
     validation.validate_config(_config(**eval_chunks), device_count=8)
   # An explicit mesh smaller than the machine is what must divide the batches.
   validation.validate_config(_config(**{"sft.batch_size": 12, "num_devices": 4}), device_count=8)
@@ -166,7 +167,9 @@ def test_devices_must_exist_and_divide_every_batch():
 def test_rl_refuses_nucleus_sampling():
   # The update scores samples under softmax(logits / temperature); a nucleus would
   # need log-probs on a parameter-dependent support.
-  with pytest.raises(validation.ConfigError, match=r"config\.rl\.top_p=0\.9: RL needs top_p = 1"):
+  with pytest.raises(
+    config_checks.ConfigError, match=r"config\.rl\.top_p=0\.9: RL needs top_p = 1"
+  ):
     validation.validate_config(_config(**{"rl.top_p": 0.9}))
   # Evaluation may sample from a nucleus (without the held-out KL, which needs 1).
   validation.validate_config(
@@ -176,7 +179,7 @@ def test_rl_refuses_nucleus_sampling():
 
 def test_runs_may_name_their_off_policy_method():
   validation.validate_config(_config(**{"rl.runs": "max_at_k@2/first_order,max_at_k@2,grpo"}))
-  with pytest.raises(validation.ConfigError, match=r"config\.rl\.runs=.*only the ppo_clip"):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.rl\.runs=.*only the ppo_clip"):
     validation.validate_config(_config(**{"rl.runs": "grpo/exact"}))
 
 
@@ -223,16 +226,18 @@ def test_checkpoint_frontier_fields():
     ("eval.kl_samples", -1),
     ("eval.kl_samples", 1.5),
   ]:
-    with pytest.raises(validation.ConfigError, match=rf"config\.{field}="):
+    with pytest.raises(config_checks.ConfigError, match=rf"config\.{field}="):
       validation.validate_config(_config(**{field: value}))
-  with pytest.raises(validation.ConfigError, match=r"config\.eval\.kl=True needs .*top_p = 1"):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.eval\.kl=True needs .*top_p = 1"):
     validation.validate_config(_config(**{"eval.kl": True, "eval.top_p": 0.9}))
   validation.validate_config(_config(**{"eval.kl": False, "eval.top_p": 0.9}))
-  with pytest.raises(validation.ConfigError, match=r"config\.eval\.checkpoint_rewards=True"):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.eval\.checkpoint_rewards=True"):
     validation.validate_config(_config(**{"eval.kl": False, "eval.checkpoint_rewards": True}))
   # 8 prompts x 3 KL samples = 24 rows do not divide over 16 devices (x 4 samples do).
   kl_rows = {"eval.kl": True, "eval.kl_samples": 3}
-  with pytest.raises(validation.ConfigError, match=r"config\.eval\.kl_samples gives batches of 24"):
+  with pytest.raises(
+    config_checks.ConfigError, match=r"config\.eval\.kl_samples gives batches of 24"
+  ):
     validation.validate_config(_config(**kl_rows), device_count=16)
   validation.validate_config(_config(**{**kl_rows, "eval.kl": False}), device_count=16)
   validation.validate_config(
@@ -243,5 +248,5 @@ def test_checkpoint_frontier_fields():
 def test_runs_may_set_their_own_learning_rate_and_kl():
   valid = validation.validate_config(_config(**{"rl.runs": "grpo[lr=3e-5],max_at_k@2[kl=0.1]"}))
   assert [r.name for r in valid.runs] == ["grpo_lr3e-05", "max_at_k_k2_kl0.1"]
-  with pytest.raises(validation.ConfigError, match=r"config\.rl\.runs=.*lr='0' must be"):
+  with pytest.raises(config_checks.ConfigError, match=r"config\.rl\.runs=.*lr='0' must be"):
     validation.validate_config(_config(**{"rl.runs": "grpo[lr=0]"}))
