@@ -48,7 +48,7 @@ def define_flags(
   ``--workdir`` and its alias ``--out_dir``; returns the holders of the first two.
 
   A ``--workdir`` that cannot be created or written stops the binary while its flags
-  are parsed (:func:`experiments.outputs.register_out_dir_validator`).
+  are parsed (:func:`experiments.outputs.register_workdir_validator`).
   """
   default = os.path.join(os.path.dirname(os.path.abspath(package_file)), "configs", "default.py")
   config = define_config(
@@ -60,7 +60,7 @@ def define_flags(
     "workdir", None, "Output folder (created; config.json and the results go here).", required=True
   )
   flags.DEFINE_alias("out_dir", "workdir")
-  outputs.register_out_dir_validator("workdir")
+  outputs.register_workdir_validator("workdir")
   return config, workdir
 
 

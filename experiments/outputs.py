@@ -2,7 +2,7 @@
 
 Every binary writes its full configuration next to its results so that a
 result folder is self-describing and the run can be repeated exactly. Every binary
-checks its output folder (:func:`out_dir_problem`) before it writes anything.
+checks its output folder (:func:`workdir_problem`) before it writes anything.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import ml_collections
 from experiments import config_checks
 
 
-def out_dir_problem(path: str | None) -> str | None:
+def workdir_problem(path: str | None) -> str | None:
   """Why ``path`` cannot be an output folder that a binary creates and writes; None if it can.
 
   Only reads the file system (nothing is created), so it runs before anything is
@@ -49,17 +49,17 @@ def out_dir_problem(path: str | None) -> str | None:
   return None
 
 
-def register_out_dir_validator(flag: str = "out_dir") -> None:
-  """Registers the absl validator of :func:`out_dir_problem` on ``--flag``.
+def register_workdir_validator(flag: str = "workdir") -> None:
+  """Registers the absl validator of :func:`workdir_problem` on ``--flag``.
 
   A bad folder then stops the binary while its flags are parsed, before anything is
-  written, with exit code 1 and one line: ``BINARY: flag --out_dir=PATH: <problem>``
+  written, with exit code 1 and one line: ``BINARY: flag --workdir=PATH: <problem>``
   under :func:`experiments.command_line.parse_flags`, absl's ``FATAL Flags parsing error:
   ...`` under its own parser. An unset flag (None) is left to ``required=True``.
   """
 
   def check(value: str | None) -> bool:
-    problem = None if value is None else out_dir_problem(value)
+    problem = None if value is None else workdir_problem(value)
     if problem is not None:
       raise flags.ValidationError(problem)
     return True
@@ -67,24 +67,24 @@ def register_out_dir_validator(flag: str = "out_dir") -> None:
   flags.register_validator(flag, check)
 
 
-def prepare_out_dir(out_dir: str, *, flag: str = "out_dir") -> str:
-  """Creates ``out_dir`` (and parents) and returns its absolute path.
+def prepare_workdir(workdir: str, *, flag: str = "workdir") -> str:
+  """Creates ``workdir`` (and parents) and returns its absolute path.
 
   Raises:
     experiments.config_checks.ConfigError: naming ``--flag`` and the problem of
-      :func:`out_dir_problem`; nothing is created then.
+      :func:`workdir_problem`; nothing is created then.
   """
-  problem = out_dir_problem(out_dir)
+  problem = workdir_problem(workdir)
   if problem is not None:
-    raise config_checks.ConfigError(f"--{flag}={out_dir!r}: {problem}")
-  out_dir = os.path.abspath(out_dir)
+    raise config_checks.ConfigError(f"--{flag}={workdir!r}: {problem}")
+  workdir = os.path.abspath(workdir)
   try:
-    os.makedirs(out_dir, exist_ok=True)
+    os.makedirs(workdir, exist_ok=True)
   except OSError as e:  # E.g. permissions that os.access does not see (NFS), a full disk.
     raise config_checks.ConfigError(
-      f"--{flag}={out_dir!r}: cannot be created ({e.strerror})."
+      f"--{flag}={workdir!r}: cannot be created ({e.strerror})."
     ) from None
-  return out_dir
+  return workdir
 
 
 def flag_values(module_names: Sequence[str] | None = None) -> dict[str, Any]:
@@ -117,14 +117,14 @@ def write_json(path: str, value: Any) -> str:
   return path
 
 
-def write_config(out_dir: str, config: Mapping[str, Any]) -> str:
-  """Writes ``config`` to ``out_dir/config.json`` (atomically, :func:`write_json`);
+def write_config(workdir: str, config: Mapping[str, Any]) -> str:
+  """Writes ``config`` to ``workdir/config.json`` (atomically, :func:`write_json`);
   returns the path."""
-  return write_json(os.path.join(out_dir, "config.json"), dict(config))
+  return write_json(os.path.join(workdir, "config.json"), dict(config))
 
 
 def write_results_csv(
-  out_dir: str, rows: Sequence[Mapping[str, Any]], *, filename: str = "results.csv"
+  workdir: str, rows: Sequence[Mapping[str, Any]], *, filename: str = "results.csv"
 ) -> str:
   """Writes ``rows`` (dicts sharing their keys) with a header row; returns the path."""
   if not rows:
@@ -133,7 +133,7 @@ def write_results_csv(
   for row in rows:
     extra = set(row) - set(columns)
     columns.extend(sorted(extra))
-  path = os.path.join(out_dir, filename)
+  path = os.path.join(workdir, filename)
   with open(path, "w", newline="") as f:
     writer = csv.DictWriter(f, fieldnames=columns)
     writer.writeheader()
@@ -162,28 +162,28 @@ def start(workdir: str, config: ml_collections.ConfigDict) -> str:
 
   Raises:
     experiments.config_checks.ConfigError: when ``workdir`` cannot be a folder
-      (:func:`prepare_out_dir`); nothing is created then.
+      (:func:`prepare_workdir`); nothing is created then.
   """
-  workdir = prepare_out_dir(workdir, flag="workdir")
+  workdir = prepare_workdir(workdir, flag="workdir")
   write_config(workdir, {**config.to_dict(), "workdir": workdir})
   return workdir
 
 
-def start_run(argv: Sequence[str], out_dir: str) -> str:
+def start_run(argv: Sequence[str], workdir: str) -> str:
   """The start of a flags-only binary's ``main`` (``experiments.reproduce``): rejects
-  stray positional arguments, creates ``out_dir`` and writes every flag value to its
+  stray positional arguments, creates ``workdir`` and writes every flag value to its
   config.json.
 
-  An unusable ``--workdir`` (see :func:`out_dir_problem`) ends the process with one
+  An unusable ``--workdir`` (see :func:`workdir_problem`) ends the process with one
   line naming the flag and exit code 1, before anything is written.
 
-  Returns the absolute ``out_dir``.
+  Returns the absolute ``workdir``.
   """
   if len(argv) > 1:
     raise app.UsageError(f"Too many command-line arguments: {list(argv[1:])}.")
   try:
-    out_dir = prepare_out_dir(out_dir, flag="workdir")
+    workdir = prepare_workdir(workdir, flag="workdir")
   except ValueError as e:
     raise SystemExit(f"{binary_name()}: {e}") from None
-  write_config(out_dir, flag_values())
-  return out_dir
+  write_config(workdir, flag_values())
+  return workdir

@@ -62,7 +62,7 @@ _THREADS = flags.DEFINE_integer(
   "from them); 0: no cap.",
 )
 
-outputs.register_out_dir_validator("out_root")
+outputs.register_workdir_validator("out_root")
 flags.register_validator("parallel", lambda v: v >= 1, message="--parallel must be >= 1.")
 flags.register_validator(
   "timeout", lambda v: v >= 0, message="--timeout must be >= 0 seconds (0: never)."

@@ -134,8 +134,8 @@ def execute_notebook(
   return execute(nb, cwd=os.path.dirname(os.path.abspath(path)), timeout=timeout, smoke=smoke)
 
 
-def extract_figures(nb: nbformat.NotebookNode, stem: str, out_dir: str) -> list[dict[str, str]]:
-  """Saves every PNG output of ``nb`` as ``out_dir/<stem>_<i>.png``; returns listing rows.
+def extract_figures(nb: nbformat.NotebookNode, stem: str, workdir: str) -> list[dict[str, str]]:
+  """Saves every PNG output of ``nb`` as ``workdir/<stem>_<i>.png``; returns listing rows.
 
   A row has the columns notebook, figure, title, caption. The title of a figure is the
   nearest markdown heading above its cell (``## Fig. 4: gradient variance vs n``), with
@@ -159,7 +159,7 @@ def extract_figures(nb: nbformat.NotebookNode, stem: str, out_dir: str) -> list[
         continue
       i += 1
       name = f"{stem}_{i:02d}.png"
-      with open(os.path.join(out_dir, name), "wb") as f:
+      with open(os.path.join(workdir, name), "wb") as f:
         f.write(base64.b64decode(data["image/png"]))
       cap = cell.metadata.get("caption", last_md)
       same = headings.count(heading)
@@ -176,19 +176,19 @@ def extract_figures(nb: nbformat.NotebookNode, stem: str, out_dir: str) -> list[
   return rows
 
 
-def run_notebooks(out_dir: str, paths: Sequence[str] | None = None) -> list[dict[str, str]]:
+def run_notebooks(workdir: str, paths: Sequence[str] | None = None) -> list[dict[str, str]]:
   """Executes each notebook (default: all), saving copies, figures and ``results.csv``."""
-  os.makedirs(out_dir, exist_ok=True)
+  os.makedirs(workdir, exist_ok=True)
   rows = []
   for path in paths or notebook_paths():
     stem = os.path.splitext(os.path.basename(path))[0]
     start = time.time()
     print(f"  running notebook {stem} ...", flush=True)
     nb = execute_notebook(path)
-    nbformat.write(nb, os.path.join(out_dir, f"{stem}.ipynb"))
-    rows += extract_figures(nb, stem, out_dir)
+    nbformat.write(nb, os.path.join(workdir, f"{stem}.ipynb"))
+    rows += extract_figures(nb, stem, workdir)
     print(f"  notebook {stem}: {time.time() - start:.0f} s", flush=True)
-  with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
+  with open(os.path.join(workdir, "results.csv"), "w", newline="") as f:
     writer = csv.DictWriter(f, fieldnames=["notebook", "figure", "title", "caption"])
     writer.writeheader()
     writer.writerows(rows)

@@ -240,7 +240,7 @@ def _check_inputs(values: dict[str, Any]) -> bool:
   return os.path.isdir(values["study_dir"])
 
 
-outputs.register_out_dir_validator("workdir")
+outputs.register_workdir_validator("workdir")
 
 
 def main(argv: Sequence[str]) -> None:

@@ -131,12 +131,12 @@ def claim(workdir: str, record: Mapping[str, Any], *, writer: bool = True) -> It
 
   Raises:
     WorkdirError: (writer) ``workdir`` is empty, a file, below a file or not
-      writable (``outputs.out_dir_problem``), is in use, or holds another config.
+      writable (``outputs.workdir_problem``), is in use, or holds another config.
   """
   if not writer:
     yield os.path.abspath(workdir)
     return
-  problem = outputs.out_dir_problem(workdir)
+  problem = outputs.workdir_problem(workdir)
   if problem is not None:
     raise WorkdirError(f"--workdir={workdir!r}: {problem}")
   workdir = os.path.abspath(workdir)

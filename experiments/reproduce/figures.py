@@ -146,12 +146,12 @@ def _notebook_title(row: Mapping[str, str]) -> str:
   return f"{title} ({row['notebook']})" if title else f"{row['notebook']}, {row['figure']}"
 
 
-def stage_figures(out_dir: str, stage: str) -> list[Figure]:
+def stage_figures(workdir: str, stage: str) -> list[Figure]:
   """Every PNG a stage wrote, with its title and explanation, in a stable order.
 
   The notebooks stage lists its figures and their captions in its results.csv.
   """
-  stage_dir = os.path.join(out_dir, stage)
+  stage_dir = os.path.join(workdir, stage)
   if stage == "notebooks":
     listing = os.path.join(stage_dir, "results.csv")
     if not os.path.exists(listing):
@@ -163,7 +163,7 @@ def stage_figures(out_dir: str, stage: str) -> list[Figure]:
   order = {path: i for i, path in enumerate(FIGURES)}  # Known figures first, in order.
   figures = []
   for path in glob.glob(os.path.join(stage_dir, "**", "*.png"), recursive=True):
-    rel = os.path.relpath(path, out_dir).replace(os.sep, "/")
+    rel = os.path.relpath(path, workdir).replace(os.sep, "/")
     title, cap = FIGURES.get(rel, (os.path.basename(rel), f"Figure written by {stage}."))
     figures.append(Figure(rel, title, cap))
   return sorted(figures, key=lambda f: (order.get(f.path, len(order)), f.path))

@@ -22,36 +22,36 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 
 def write_index(
-  out_dir: str,
+  workdir: str,
   stages: Sequence[page_lib.ShownStage],
   *,
   skipped: Sequence[str] = (),
   total_seconds: float = 0.0,
   repo_root: str = _ROOT,
 ) -> tuple[str, str]:
-  """Writes ``out_dir/index.md`` and ``out_dir/index.html``; returns their paths.
+  """Writes ``workdir/index.md`` and ``workdir/index.html``; returns their paths.
 
   See :func:`experiments.reproduce.page.build_page` for the arguments and what the page
   shows. First the committed figures of each shown stage
   (:data:`experiments.reproduce.page.COMMITTED_FIGURES`, from ``repo_root``) are copied
-  into ``out_dir``, where the stage's section picks them up; a copy whose source is gone
+  into ``workdir``, where the stage's section picks them up; a copy whose source is gone
   is removed.
   """
   for stage in stages:
     if stage.failed:
       continue
     for source, dest in page_lib.COMMITTED_FIGURES.get(stage.name, ()):
-      source_path, dest_path = os.path.join(repo_root, source), os.path.join(out_dir, dest)
+      source_path, dest_path = os.path.join(repo_root, source), os.path.join(workdir, dest)
       if os.path.isfile(source_path):
         os.makedirs(os.path.dirname(dest_path), exist_ok=True)
         shutil.copyfile(source_path, dest_path)
       elif os.path.isfile(dest_path):
         os.remove(dest_path)
-  page = page_lib.build_page(out_dir, stages, skipped=skipped, total_seconds=total_seconds)
-  md_path = os.path.join(out_dir, "index.md")
+  page = page_lib.build_page(workdir, stages, skipped=skipped, total_seconds=total_seconds)
+  md_path = os.path.join(workdir, "index.md")
   with open(md_path, "w") as out:
     out.write(index_markdown.render(page))
-  html_path = os.path.join(out_dir, "index.html")
+  html_path = os.path.join(workdir, "index.html")
   with open(html_path, "w") as out:
     out.write(index_html.render(page))
   return md_path, html_path

@@ -147,9 +147,9 @@ def _run(argv: Sequence[str]) -> None:
     )
     if replaced:
       raise SystemExit(refusal(_WORKDIR.value, replaced))
-  out_dir = outputs.start_run(argv, _WORKDIR.value)
+  workdir = outputs.start_run(argv, _WORKDIR.value)
   statuses, _ = reproduction.run(
-    out_dir,
+    workdir,
     stages,
     seed=_SEED.value,
     smoke=_SMOKE.value,

@@ -131,16 +131,16 @@ def _digest(path: str) -> str:
     return hashlib.sha256(f.read()).hexdigest()
 
 
-def _section(out_dir: str, stage: ShownStage, shown: dict[str, str]) -> Section:
+def _section(workdir: str, stage: ShownStage, shown: dict[str, str]) -> Section:
   """A stage's section: never tables or figures from a failed stage's partial outputs,
   nor a figure byte for byte equal to one shown earlier (``shown``: content hash ->
   path, updated here); a note names the figures left out and where they are shown."""
   if stage.failed:
     return Section(stage, _notes(stage), (), ())
-  shown_tables = tuple(tables_lib.stage_tables(out_dir, stage.name))
+  shown_tables = tuple(tables_lib.stage_tables(workdir, stage.name))
   shown_figures, repeats = [], []
-  for figure in figures_lib.stage_figures(out_dir, stage.name):
-    path = os.path.join(out_dir, figure.path)
+  for figure in figures_lib.stage_figures(workdir, stage.name):
+    path = os.path.join(workdir, figure.path)
     digest = _digest(path) if os.path.isfile(path) else figure.path
     if digest in shown:
       repeats.append(f"`{figure.path}` (= `{shown[digest]}`)")
@@ -174,14 +174,14 @@ def _intro(stages: Sequence[ShownStage], total_seconds: float, when: str) -> str
 
 
 def build_page(
-  out_dir: str,
+  workdir: str,
   stages: Sequence[ShownStage],
   *,
   skipped: Sequence[str] = (),
   total_seconds: float = 0.0,
   when: str | None = None,
 ) -> Page:
-  """The page showing ``stages``, whose outputs are in ``out_dir/<stage name>``.
+  """The page showing ``stages``, whose outputs are in ``workdir/<stage name>``.
 
   A failed stage's section holds its warning and no tables or figures; a smoke
   stage's section says "smoke", and the intro counts the smoke stages. A figure equal
@@ -189,7 +189,7 @@ def build_page(
   results with the stage's own plotting code) is named in a note, not shown twice.
 
   Args:
-    out_dir: the reproduction's folder.
+    workdir: the reproduction's folder.
     stages: the stages shown, in order.
     skipped: names of stages neither run nor found.
     total_seconds: the wall time of this run of the reproduction (reused stages take
@@ -201,6 +201,6 @@ def build_page(
   return Page(
     title=TITLE,
     intro=_intro(stages, total_seconds, when),
-    sections=tuple(_section(out_dir, stage, shown) for stage in stages),
+    sections=tuple(_section(workdir, stage, shown) for stage in stages),
     skipped=tuple(skipped),
   )

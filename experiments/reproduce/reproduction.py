@@ -63,7 +63,7 @@ def select_stages(
 
 
 def stage_env(
-  stage: stages_lib.Stage, out_dir: str, *, base: Mapping[str, str], root: str = ROOT
+  stage: stages_lib.Stage, workdir: str, *, base: Mapping[str, str], root: str = ROOT
 ) -> dict[str, str]:
   """The environment of ``stage``'s subprocess: ``base`` plus the repository on the
   path, the CPU backend by default, the stage's own settings (``Stage.env``), and each
@@ -71,7 +71,7 @@ def stage_env(
   in ``base`` never stands in for this run's)."""
   env = dict(base)
   for name, rel in stage.inputs:
-    path = os.path.join(out_dir, rel)
+    path = os.path.join(workdir, rel)
     if os.path.exists(path):
       env[name] = path
     else:
@@ -91,13 +91,13 @@ class Interrupted(KeyboardInterrupt):
 
 
 def replaced_stages(
-  out_dir: str,
+  workdir: str,
   stages: Sequence[stages_lib.Stage],
   *,
   base_env: Mapping[str, str],
   root: str = ROOT,
 ) -> list[str]:
-  """Names of ``stages`` whose finished outputs in ``out_dir`` running them now (without
+  """Names of ``stages`` whose finished outputs in ``workdir`` running them now (without
   ``force``) would replace: their folder holds a finished stage of another identity
   (another command, config, sizes, seed, backend or inputs; see
   ``runner.would_replace``). A folder of a failed or interrupted stage is not finished.
@@ -106,7 +106,7 @@ def replaced_stages(
     stage.name
     for stage in stages
     if runner.would_replace(
-      stage, out_dir, stage_env(stage, out_dir, base=base_env, root=root), cwd=root
+      stage, workdir, stage_env(stage, workdir, base=base_env, root=root), cwd=root
     )
   ]
 
@@ -117,21 +117,21 @@ def _ran(record: runner.StageRecord) -> str:
 
 
 def shown_stages(
-  out_dir: str,
+  workdir: str,
   catalogue: Sequence[stages_lib.Stage],
   statuses: Mapping[str, tuple[str, float]],
 ) -> tuple[list[page_lib.ShownStage], list[str]]:
   """The stages of the index page, in ``catalogue``'s order, and the names skipped.
 
   A stage run now shows ``statuses``' status; one reused shows "reused (ran DATE, N s)";
-  one run earlier in ``out_dir`` shows "from an earlier run (ran DATE, N s)" or its
+  one run earlier in ``workdir`` shows "from an earlier run (ran DATE, N s)" or its
   failure; each shows the command, sizes and seconds of its own record
   (``runner.StageRecord``: the wall time of the run that made its outputs), not this
   run's flags.
   """
   shown, skipped = [], []
   for stage in catalogue:
-    record = runner.read_record(os.path.join(out_dir, stage.name))
+    record = runner.read_record(os.path.join(workdir, stage.name))
     if stage.name in statuses and (statuses[stage.name][0] != "reused" or record is None):
       status, seconds = statuses[stage.name]
     elif record is None:
@@ -151,7 +151,7 @@ def shown_stages(
 
 
 def run(
-  out_dir: str,
+  workdir: str,
   stages: Sequence[stages_lib.Stage],
   *,
   seed: int,
@@ -160,7 +160,7 @@ def run(
   timeout: float | None,
   base_env: Mapping[str, str],
 ) -> tuple[dict[str, tuple[str, float]], tuple[str, str]]:
-  """Runs ``stages`` into ``out_dir`` and writes its index page.
+  """Runs ``stages`` into ``workdir`` and writes its index page.
 
   ``timeout``: seconds before a stage is killed (None: no limit).
 
@@ -175,7 +175,7 @@ def run(
   """
   total_start = time.time()
   statuses: dict[str, tuple[str, float]] = {}
-  print(f"Reproducing {len(stages)} stages into {out_dir}", flush=True)
+  print(f"Reproducing {len(stages)} stages into {workdir}", flush=True)
   for i, stage in enumerate(stages, 1):
     print(
       f"[{i}/{len(stages)}] {stage.name}: {stage.title} (expected ~{stage.expected_s} s"
@@ -185,9 +185,9 @@ def run(
     try:
       status, seconds = runner.run_stage(
         stage,
-        out_dir,
+        workdir,
         cwd=ROOT,
-        env=stage_env(stage, out_dir, base=base_env),
+        env=stage_env(stage, workdir, base=base_env),
         force=force,
         timeout=timeout,
       )
@@ -195,15 +195,15 @@ def run(
       raise Interrupted(stage.name) from None
     statuses[stage.name] = (status, seconds)
     elapsed = time.time() - total_start
-    record = runner.read_record(os.path.join(out_dir, stage.name))
+    record = runner.read_record(os.path.join(workdir, stage.name))
     done = f"reused ({_ran(record)})" if status == "reused" and record else status
     print(
       f"[{i}/{len(stages)}] {stage.name}: {done} in {seconds:.0f} s (total {elapsed:.0f} s)",
       flush=True,
     )
-  shown, skipped = shown_stages(out_dir, stages_lib.stages(seed=seed, smoke=smoke), statuses)
+  shown, skipped = shown_stages(workdir, stages_lib.stages(seed=seed, smoke=smoke), statuses)
   index = index_page.write_index(
-    out_dir, shown, skipped=skipped, total_seconds=time.time() - total_start
+    workdir, shown, skipped=skipped, total_seconds=time.time() - total_start
   )
   print(
     f"Done in {time.time() - total_start:.0f} s. Index: {index[0]}\n{' ' * 18}{index[1]}",

@@ -193,9 +193,9 @@ def _interpreter(root: str = ROOT) -> str:
 
 
 def identity(
-  stage: stages_lib.Stage, out_dir: str, env: Mapping[str, str], *, cwd: str = "."
+  stage: stages_lib.Stage, workdir: str, env: Mapping[str, str], *, cwd: str = "."
 ) -> str:
-  """Everything that decides the outputs of ``stage`` in ``out_dir``, one item a line.
+  """Everything that decides the outputs of ``stage`` in ``workdir``, one item a line.
 
   Its command (interpreter, flags, output folder), the SHA-256 of the config file its
   ``--config`` flag names (relative to ``cwd``, where the stage runs; its sizes live
@@ -204,8 +204,8 @@ def identity(
   file of an earlier stage (or "absent"). Two runs of a stage with the same identity
   write the same outputs.
 
-  Paths are relative: the output folder to ``out_dir`` (the stage's name), the config
-  file to ``cwd``, the inputs to ``out_dir``, and the interpreter to the repository
+  Paths are relative: the output folder to ``workdir`` (the stage's name), the config
+  file to ``cwd``, the inputs to ``workdir``, and the interpreter to the repository
   root where it lies inside it (see :func:`_interpreter`). A reproduction folder or
   checkout copied or moved elsewhere keeps its identities, and its stages are reused.
   """
@@ -219,7 +219,7 @@ def identity(
   lines.append(f"smoke={stage.smoke}")
   lines += [f"env {name}={env.get(name, '')}" for name in _IDENTITY_ENV]
   for _, rel in stage.inputs:
-    path = os.path.join(out_dir, rel)
+    path = os.path.join(workdir, rel)
     lines.append(
       f"input {rel}: " + (f"sha256 {_sha256(path)}" if os.path.exists(path) else "absent")
     )
@@ -280,35 +280,35 @@ def finished_record(stage_dir: str) -> StageRecord | None:
   return record if os.path.exists(os.path.join(stage_dir, DONE_FILE)) else None
 
 
-def _legacy_identity(stage: stages_lib.Stage, out_dir: str, identity_now: str) -> str:
+def _legacy_identity(stage: stages_lib.Stage, workdir: str, identity_now: str) -> str:
   """The identity that versions before relative paths recorded for the same stage: its
   first line the command with this interpreter's and the stage folder's absolute paths,
   the rest as now. A folder reproduced by such a version is still reused, and never
   refused as "other settings", when nothing else changed."""
-  first = " ".join(stage.command(os.path.join(out_dir, stage.name)))
+  first = " ".join(stage.command(os.path.join(workdir, stage.name)))
   return "\n".join([first, *identity_now.split("\n")[1:]])
 
 
-def _same(recorded: str, stage: stages_lib.Stage, out_dir: str, wanted: str) -> bool:
+def _same(recorded: str, stage: stages_lib.Stage, workdir: str, wanted: str) -> bool:
   """Whether a recorded identity is ``wanted`` (or its form in older records)."""
-  return recorded in (wanted, _legacy_identity(stage, out_dir, wanted))
+  return recorded in (wanted, _legacy_identity(stage, workdir, wanted))
 
 
-def _finished(stage: stages_lib.Stage, out_dir: str, wanted: str) -> bool:
+def _finished(stage: stages_lib.Stage, workdir: str, wanted: str) -> bool:
   """Whether the stage's folder holds finished outputs of the identity ``wanted``."""
-  record = finished_record(os.path.join(out_dir, stage.name))
-  return record is not None and _same(record.identity, stage, out_dir, wanted)
+  record = finished_record(os.path.join(workdir, stage.name))
+  return record is not None and _same(record.identity, stage, workdir, wanted)
 
 
 def would_replace(
-  stage: stages_lib.Stage, out_dir: str, env: Mapping[str, str], *, cwd: str
+  stage: stages_lib.Stage, workdir: str, env: Mapping[str, str], *, cwd: str
 ) -> bool:
   """Whether running ``stage`` now (without ``force``) would replace finished outputs:
   its folder holds a finished stage (see :func:`finished_record`) of another identity
   than :func:`identity` gives now. Only reads the file system."""
-  record = finished_record(os.path.join(out_dir, stage.name))
-  wanted = identity(stage, out_dir, env, cwd=cwd)
-  return record is not None and not _same(record.identity, stage, out_dir, wanted)
+  record = finished_record(os.path.join(workdir, stage.name))
+  wanted = identity(stage, workdir, env, cwd=cwd)
+  return record is not None and not _same(record.identity, stage, workdir, wanted)
 
 
 def _prepare(stage: stages_lib.Stage, stage_dir: str, wanted: str) -> None:
@@ -370,14 +370,14 @@ def _status(stage: stages_lib.Stage, stage_dir: str, code: int | str, timeout: f
 
 def run_stage(
   stage: stages_lib.Stage,
-  out_dir: str,
+  workdir: str,
   *,
   cwd: str,
   env: Mapping[str, str],
   force: bool,
   timeout: float | None,
 ) -> tuple[str, float]:
-  """Runs ``stage`` into ``out_dir/<stage name>``; returns (status, seconds).
+  """Runs ``stage`` into ``workdir/<stage name>``; returns (status, seconds).
 
   The status is "reused" (finished outputs of the same :func:`identity` exist and
   ``force`` is off), "ok", or "FAILED (...)" naming the exit code, or the time limit
@@ -393,9 +393,9 @@ def run_stage(
       group) is stopped first, and its record says "FAILED (interrupted ...)", so its
       folder is never taken for finished outputs.
   """
-  stage_dir = os.path.join(out_dir, stage.name)
-  wanted = identity(stage, out_dir, env, cwd=cwd)
-  if not force and _finished(stage, out_dir, wanted):
+  stage_dir = os.path.join(workdir, stage.name)
+  wanted = identity(stage, workdir, env, cwd=cwd)
+  if not force and _finished(stage, workdir, wanted):
     return "reused", 0.0
   _prepare(stage, stage_dir, wanted)
   start = time.time()

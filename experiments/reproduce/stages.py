@@ -39,23 +39,23 @@ class Stage:
   # Seconds at the sizes it runs, measured on 2 idle CPU cores (one run of command 1 of
   # README on a fresh clone, then --smoke; a shared machine takes longer).
   expected_s: int
-  out_flag: str = "out_dir"
+  out_flag: str = "workdir"
   env: tuple[tuple[str, str], ...] = ()
   smoke: bool = False
   inputs: tuple[tuple[str, str], ...] = ()
 
-  def arguments(self, out_dir: str) -> list[str]:
-    """The arguments after ``python -m MODULE`` that write into ``out_dir``."""
-    return [f"--{self.out_flag}={out_dir}", *self.flags]
+  def arguments(self, workdir: str) -> list[str]:
+    """The arguments after ``python -m MODULE`` that write into ``workdir``."""
+    return [f"--{self.out_flag}={workdir}", *self.flags]
 
-  def command(self, out_dir: str) -> list[str]:
-    """The full command line (this interpreter) that writes into ``out_dir``."""
-    return [sys.executable, "-m", self.module, *self.arguments(out_dir)]
+  def command(self, workdir: str) -> list[str]:
+    """The full command line (this interpreter) that writes into ``workdir``."""
+    return [sys.executable, "-m", self.module, *self.arguments(workdir)]
 
-  def shown_command(self, out_dir: str) -> str:
+  def shown_command(self, workdir: str) -> str:
     """The command as a user types it: its environment settings, then ``python -m``."""
     env = [f"{name}={value}" for name, value in self.env]
-    return " ".join([*env, "python", "-m", self.module, *self.arguments(out_dir)])
+    return " ".join([*env, "python", "-m", self.module, *self.arguments(workdir)])
 
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

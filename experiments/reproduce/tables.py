@@ -209,13 +209,13 @@ def best_of_n_table(summary: Mapping[str, Any]) -> Table | None:
   return make_table(title, ["reference", *_BEST_OF_N_COLUMNS], table)
 
 
-def stage_tables(out_dir: str, stage: str) -> list[Table]:
-  """The key tables of the stage whose outputs are in ``out_dir/stage``.
+def stage_tables(workdir: str, stage: str) -> list[Table]:
+  """The key tables of the stage whose outputs are in ``workdir/stage``.
 
   A table that cannot be built from the files found becomes a one-line note naming
   the error, so that one malformed file never stops the index page.
   """
-  stage_dir = os.path.join(out_dir, stage)
+  stage_dir = os.path.join(workdir, stage)
   path = os.path.join(stage_dir, "results.csv")
   tables: list[Table | None] = []
   try:

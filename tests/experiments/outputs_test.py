@@ -19,9 +19,9 @@ def _a_file(tmp_path):
 
 
 def test_usable_folders(tmp_path):
-  assert outputs.out_dir_problem(str(tmp_path)) is None  # Exists.
-  assert outputs.out_dir_problem(str(tmp_path / "new" / "deeper")) is None  # Created.
-  out = outputs.prepare_out_dir(str(tmp_path / "new" / "deeper"))
+  assert outputs.workdir_problem(str(tmp_path)) is None  # Exists.
+  assert outputs.workdir_problem(str(tmp_path / "new" / "deeper")) is None  # Created.
+  out = outputs.prepare_workdir(str(tmp_path / "new" / "deeper"))
   assert out == str(tmp_path / "new" / "deeper") and os.path.isdir(out)
 
 
@@ -34,9 +34,9 @@ def test_unusable_folders_are_refused_before_anything_is_created(tmp_path, a_fil
   os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
   cases[str(tmp_path / "dangling")] = "exists and is not a folder"
   for path, problem in cases.items():
-    assert problem in outputs.out_dir_problem(path), path
-    with pytest.raises(ValueError, match=f"--out_dir='{path}': {problem}"):
-      outputs.prepare_out_dir(path)
+    assert problem in outputs.workdir_problem(path), path
+    with pytest.raises(ValueError, match=f"--workdir='{path}': {problem}"):
+      outputs.prepare_workdir(path)
   assert sorted(os.listdir(tmp_path)) == ["a_file", "dangling"]
 
 
@@ -49,8 +49,8 @@ def test_a_folder_without_write_permission_is_refused(tmp_path, monkeypatch):
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: str(p) != str(locked) and real(p, mode))
   try:
-    assert outputs.out_dir_problem(str(locked)) == "is not writable."
-    problem = outputs.out_dir_problem(str(locked / "run"))
+    assert outputs.workdir_problem(str(locked)) == "is not writable."
+    problem = outputs.workdir_problem(str(locked / "run"))
     assert problem == f"cannot be created: {locked} is not writable."
   finally:
     locked.chmod(0o700)

@@ -99,12 +99,12 @@ def _training_figures(
 
 
 def write_figures(
-  out_dir: str,
+  workdir: str,
   tables: dict[str, list[dict[str, Any]]],
   tasks: Sequence[str],
   steps: dict[tuple[str, int], steps_lib.Steps] | None = None,
 ) -> list[str]:
-  """Draws the figures of every task of ``tasks`` into ``out_dir``; returns their
+  """Draws the figures of every task of ``tasks`` into ``workdir``; returns their
   paths. Without ``steps`` (no run has a steps.csv) there are no training and
   warm-start figures; without frontier.csv rows of a task (no checkpoints.csv) no
   ``frontier_<task>.png``."""
@@ -114,10 +114,10 @@ def write_figures(
     if steps and any(t == task for t, _ in steps):
       figures.update(_training_figures(tables, steps, task))
     for name, draw in figures.items():
-      paths.append(plot_style.save(draw(), os.path.join(out_dir, name)))
+      paths.append(plot_style.save(draw(), os.path.join(workdir, name)))
     rows = [r for r in tables.get(frontier.FILE, []) if r["task"] == task]
     if rows:
       ks = sorted({int(r["k"]) for r in rows})
-      path = os.path.join(out_dir, f"frontier_{task}.png")
+      path = os.path.join(workdir, f"frontier_{task}.png")
       paths.append(plot_frontier.plot_frontier(rows, path, ks=ks))
   return paths

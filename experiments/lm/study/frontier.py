@@ -206,8 +206,8 @@ def frontier_rows(
   return rows
 
 
-def write_frontier_csv(out_dir: str, rows: list[dict[str, Any]]) -> str:
-  """Writes ``rows`` (:func:`frontier_rows`, any tasks) to ``out_dir/frontier.csv``."""
+def write_frontier_csv(workdir: str, rows: list[dict[str, Any]]) -> str:
+  """Writes ``rows`` (:func:`frontier_rows`, any tasks) to ``workdir/frontier.csv``."""
   return outputs.write_results_csv(
-    out_dir, [{c: r[c] for c in COLUMNS} for r in rows], filename=FILE
+    workdir, [{c: r[c] for c in COLUMNS} for r in rows], filename=FILE
   )

@@ -107,10 +107,10 @@ def compute_tables(
 
 
 def summarize(
-  study_dir: str, out_dir: str, config: config_lib.StudyConfig, *, allow_incomplete: bool = False
+  study_dir: str, workdir: str, config: config_lib.StudyConfig, *, allow_incomplete: bool = False
 ) -> Tables:
   """Writes every output of the module docstring of :mod:`experiments.lm.study_summary`
-  to ``out_dir`` for the study of ``config``; returns the tables.
+  to ``workdir`` for the study of ``config``; returns the tables.
 
   Raises:
     StudyError: the study cannot be summarised (see
@@ -121,19 +121,19 @@ def summarize(
   for line in study.missing:
     logging.warning("Incomplete study, summarised without: %s", line)
   tables, steps = compute_tables(study, config)
-  out_dir = outputs.prepare_out_dir(out_dir)
+  workdir = outputs.prepare_workdir(workdir)
   for name, rows in tables.items():
     if rows:
-      outputs.write_results_csv(out_dir, rows, filename=name)
-    elif os.path.exists(os.path.join(out_dir, name)):
-      os.remove(os.path.join(out_dir, name))  # A previous summary's table, now empty.
-  figures.write_figures(out_dir, tables, loading.tasks_of(study.runs), steps)
+      outputs.write_results_csv(workdir, rows, filename=name)
+    elif os.path.exists(os.path.join(workdir, name)):
+      os.remove(os.path.join(workdir, name))  # A previous summary's table, now empty.
+  figures.write_figures(workdir, tables, loading.tasks_of(study.runs), steps)
   audit_lines = (
     audit.audit_lines(study.runs, tables, steps, margin=config.audit_margin)
     if config.audit and config.audit_margin is not None
     else []
   )
-  with open(os.path.join(out_dir, "README.md"), "w") as f:
+  with open(os.path.join(workdir, "README.md"), "w") as f:
     f.write(report.report_markdown(study.runs, tables, config, study.missing, audit_lines))
   return tables
 
@@ -142,9 +142,9 @@ PAIRED_COLUMNS = ("task", "seed", "a_run", "b_run", "metric", "k_eval", "diff", 
 
 
 def contrasts_from_paired(
-  paired_csv: str, out_dir: str, config: config_lib.StudyConfig
+  paired_csv: str, workdir: str, config: config_lib.StudyConfig
 ) -> list[dict[str, Any]]:
-  """Writes ``out_dir/contrasts.csv``
+  """Writes ``workdir/contrasts.csv``
   (:func:`experiments.lm.study.evaluation_tables.contrast_rows`) of the study of
   ``config`` from its gathered ``paired.csv`` alone, e.g. a committed summary whose
   run folders are gone::
@@ -176,5 +176,5 @@ def contrasts_from_paired(
   if not rows:
     raise files.StudyError(f"{paired_csv} holds no rows.")
   out = evaluation_tables.contrast_rows(rows, config)
-  outputs.write_results_csv(outputs.prepare_out_dir(out_dir), out, filename="contrasts.csv")
+  outputs.write_results_csv(outputs.prepare_workdir(workdir), out, filename="contrasts.csv")
   return out

@@ -126,7 +126,7 @@ def test_a_stage_is_reused_only_when_its_identity_matches(tmp_path):
   record = runner.read_record(str(out / "fake"))
   assert dataclasses.replace(record, seconds=0.0, ended="") == runner.StageRecord(
     runner.identity(full, str(out), {"JAX_PLATFORMS": "cpu"}),
-    "MAXK_SMOKE=0 python -m fake_stage --out_dir=fake --seed=0",
+    "MAXK_SMOKE=0 python -m fake_stage --workdir=fake --seed=0",
     False,
     "ok",
   )
@@ -232,8 +232,8 @@ def test_a_folder_of_a_version_before_relative_identities_is_reused_not_refused(
   path = out / "fake" / runner.RECORD_FILE
   record = json.loads(path.read_text())
   lines = record["identity"].split("\n")
-  absolute = [sys.executable, "-m", "fake_stage", f"--out_dir={out / 'fake'}", "--seed=0"]
-  assert lines[0] == " ".join([runner._interpreter(), *absolute[1:3], "--out_dir=fake", "--seed=0"])
+  absolute = [sys.executable, "-m", "fake_stage", f"--workdir={out / 'fake'}", "--seed=0"]
+  assert lines[0] == " ".join([runner._interpreter(), *absolute[1:3], "--workdir=fake", "--seed=0"])
   record["identity"] = "\n".join([" ".join(absolute), *lines[1:]])
   del record["seconds"], record["ended"]
   path.write_text(json.dumps(record))
