@@ -24,6 +24,7 @@ import pytest
 from experiments.lm.study import readme_matched_kl as mk
 from experiments.lm.study import readme_section
 from experiments.lm.study import report
+from tests.experiments.lm import readme_planting
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "matched_kl_summary14")
@@ -272,15 +273,6 @@ def test_the_frontier_sentence_is_exploratory(generated):
 # ------------------------------------------------------------ planted falsehoods
 
 
-def _plant(text, old, new):
-  """``text`` with the first occurrence of ``old`` (whitespace-insensitive, so across
-  line breaks) replaced by ``new``."""
-  pattern = r"\s+".join(re.escape(w) for w in old.split())
-  planted, count = re.subn(pattern, new, text, count=1)
-  assert count == 1, old
-  return planted
-
-
 def _row(rows, question):
   return next(r for r in rows if r["question"] == question)
 
@@ -358,7 +350,7 @@ _NUM_PLANTS = len(_plants(_read(os.path.join(FIXTURE, "contrasts.csv"))))
 @pytest.mark.parametrize("plant", range(_NUM_PLANTS))
 def test_each_planted_falsehood_fails_the_checker(generated, rows, plant):
   name, old, new = _plants(rows)[plant]
-  planted = _plant(generated, old, new)
+  planted = readme_planting.plant(generated, old, new)
   assert planted != generated
   assert readme_section.first_difference(planted, generated) is not None, name
   assert mk.claim_problems(planted, rows), name
@@ -411,7 +403,7 @@ def test_a_not_detected_primary_contrast_gives_its_power(weak):
 )
 def test_planted_claims_on_a_not_detected_contrast_fail(weak, old, new):
   weak_rows, text = weak
-  assert mk.claim_problems(_plant(text, old, new), weak_rows)
+  assert mk.claim_problems(readme_planting.plant(text, old, new), weak_rows)
 
 
 # ------------------------------------------------------------ the command
@@ -436,7 +428,7 @@ def test_the_command_writes_and_checks_the_block(tmp_path, generated, rows):
   assert mk.claim_problems(text, rows) == []
   assert run("--check").returncode == 0
   with open(readme, "w") as f:
-    f.write(_plant(text, *_plants(rows)[0][1:]))
+    f.write(readme_planting.plant(text, *_plants(rows)[0][1:]))
   check = run("--check", "--block=matched_kl")
   assert check.returncode == 1 and "differs" in check.stderr
   assert len(check.stderr.strip().splitlines()) == 1

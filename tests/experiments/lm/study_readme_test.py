@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from experiments.lm.study import readme_section
+from tests.experiments.lm import readme_planting
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 DOCS = os.path.join(_ROOT, "docs", "lm_study_8seed")
@@ -100,15 +101,6 @@ def test_the_first_studys_threshold_is_the_t_quantile(generated):
   assert f"|t| > {stats.t.isf(0.05 / 32, 2):.1f}" in flat
 
 
-def _plant(text, old, new):
-  """``text`` with the first occurrence of ``old`` (whitespace-insensitive, so across
-  line breaks) replaced by ``new``."""
-  pattern = r"\s+".join(re.escape(w) for w in old.split())
-  planted, count = re.subn(pattern, new, text, count=1)
-  assert count == 1, old
-  return planted
-
-
 def _row(rows, task, question):
   return next(r for r in rows if r["task"] == task and r["question"] == question)
 
@@ -154,7 +146,7 @@ def _plants(rows):
 @pytest.mark.parametrize("plant", range(len(_plants(_rows()))))
 def test_each_planted_falsehood_fails_both_checks(readme, rows, generated, plant):
   name, old, new = _plants(rows)[plant]
-  planted = _plant(readme, old, new)
+  planted = readme_planting.plant(readme, old, new)
   assert planted != readme
   assert _differs(planted, generated), name
   assert readme_section.claim_problems(planted, rows), name
@@ -162,7 +154,7 @@ def test_each_planted_falsehood_fails_both_checks(readme, rows, generated, plant
 
 def test_the_check_flag_names_where_the_block_differs(tmp_path, readme, rows):
   path = tmp_path / "README.md"
-  path.write_text(_plant(readme, *_plants(rows)[0][1:]))
+  path.write_text(readme_planting.plant(readme, *_plants(rows)[0][1:]))
   # read_sources takes the repository root from the README's folder.
   os.symlink(os.path.join(_ROOT, "tests"), tmp_path / "tests")
   command = [sys.executable, "-m", "experiments.lm.study_readme", f"--contrasts={CONTRASTS}"]
@@ -248,7 +240,7 @@ def test_new_form_sentences_follow_their_templates():
   ],
 )
 def test_new_form_claims_are_checked(old, new, ok):
-  planted = _plant(_new_text(), old, new)
+  planted = readme_planting.plant(_new_text(), old, new)
   assert (readme_section.claim_problems(planted, NEW_ROWS) == []) == ok, planted
 
 
@@ -282,7 +274,9 @@ def test_the_block_from_contrasts_csv_with_power_columns(rows):
   assert readme_section.claim_problems(text, new) == []
   assert "a difference is not detected (power 25% at ±0.02)" in flat
   assert "`equivalent`" not in flat and "are equivalent" not in flat
-  assert readme_section.claim_problems(_plant(text, "power 25% at", "power 35% at"), new)
+  assert readme_section.claim_problems(
+    readme_planting.plant(text, "power 25% at", "power 35% at"), new
+  )
 
 
 def test_contrast_words_read_a_matched_kl_question(rows):
