@@ -31,6 +31,7 @@ References: PKPO, arXiv 2505.15201, Sec. 5.1 and Fig. 4.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import os
 import time
 from typing import Any
@@ -39,7 +40,6 @@ from absl import logging
 import ml_collections
 import tqdm
 
-from experiments import config_checks
 from experiments import outputs
 from experiments.bandit_variance import atlas_figure
 from experiments.bandit_variance import atlas_table
@@ -51,8 +51,11 @@ from experiments.bandits import variance
 from experiments.bandits import variance_check
 
 
-def make_settings(config: ml_collections.ConfigDict) -> list[variance.Setting]:
-  """One :class:`experiments.bandits.variance.Setting` per name of ``config.policies``.
+def make_settings(
+  config: ml_collections.ConfigDict, policies: Sequence[str]
+) -> list[variance.Setting]:
+  """One :class:`experiments.bandits.variance.Setting` per name of ``policies`` (the
+  parsed ``config.policies``, :func:`experiments.bandit_variance.validation.validate`).
 
   ``gaussian``: ``x ~ N(config.theta, config.sigma^2)``, off-policy samples from
   ``N(theta - config.gaussian_shift, sigma^2)``. ``categorical``: ``config.num_arms``
@@ -63,7 +66,7 @@ def make_settings(config: ml_collections.ConfigDict) -> list[variance.Setting]:
     ValueError: on an unknown policy name.
   """
   settings = []
-  for name in config_checks.split(config.policies):
+  for name in policies:
     if name == "gaussian":
       settings.append(variance.gaussian_setting(config.theta, config.sigma, config.gaussian_shift))
     elif name == "categorical":
@@ -98,24 +101,24 @@ def run(
     experiments.config_checks.ConfigError: naming a bad field (or workdir), before
       anything is written.
   """
-  validation.validate(config)
+  lists = validation.validate(config)
   workdir = outputs.start(workdir, config)
   start = time.time()
-  settings = make_settings(config)
+  settings = make_settings(config, lists.policies)
   bar = lambda desc: lambda cells: tqdm.tqdm(cells, desc=desc, disable=not show_progress)
   cells = dict(
-    ns=config_checks.ints(config, "ns", low=2),
-    ks=config_checks.ints(config, "ks", low=1),
+    ns=lists.ns,
+    ks=lists.ks,
     num_replicates=config.num_replicates,
     seed=config.seed,
     pass_threshold=config.pass_threshold,
   )
-  objectives = config_checks.split(config.objectives)
+  objectives = lists.objectives
   rows = []
   if "max" in objectives:
     max_rows = variance.run_study(
       settings,
-      estimator_names=config_checks.split(config.estimators),
+      estimator_names=lists.estimators,
       progress=bar("max@k cells (policy, k, n)"),
       **cells,
     )
@@ -131,18 +134,20 @@ def run(
   outputs.write_results_csv(workdir, rows)
   check_rows = variance_check.run_check(settings, progress=bar("variance-check policies"), **cells)
   _write_figures(workdir, rows, check_rows)
-  if config_checks.split(config.atlas_bandits):
-    _write_atlas(config, workdir, bar("atlas cells (bandit, k, n)"))
+  if lists.atlas_bandits:
+    _write_atlas(config, lists, workdir, bar("atlas cells (bandit, k, n)"))
   logging.info("Wrote %d rows to %s in %.1f s.", len(rows), workdir, time.time() - start)
   return rows
 
 
-def _write_atlas(config: ml_collections.ConfigDict, workdir: str, progress: Any) -> None:
+def _write_atlas(
+  config: ml_collections.ConfigDict, lists: validation.Lists, workdir: str, progress: Any
+) -> None:
   """``atlas.csv``, ``atlas.png`` and ``atlas.md`` (the module docstring)."""
   rows = atlas.run(
-    config_checks.split(config.atlas_bandits),
-    ns=config_checks.ints(config, "atlas_ns", low=2),
-    ks=config_checks.ints(config, "atlas_ks", low=1),
+    lists.atlas_bandits,
+    ns=lists.atlas_ns,
+    ks=lists.atlas_ks,
     pass_threshold=config.pass_threshold,
     num_samples=config.atlas_num_samples,
     jspo_prompts=config.atlas_jspo_prompts,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import ml_collections
 
 from experiments import config_checks as checks
@@ -12,8 +14,22 @@ from experiments.bandits import atlas
 POLICIES = ("gaussian", "categorical")
 
 
-def validate(config: ml_collections.ConfigDict) -> None:
-  """Checks every field of ``config`` (see ``configs/default.py``).
+@dataclasses.dataclass(frozen=True)
+class Lists:
+  """The config's list fields, parsed once by :func:`validate` (each a tuple)."""
+
+  policies: tuple[str, ...]
+  objectives: tuple[str, ...]
+  estimators: tuple[str, ...]
+  ns: tuple[int, ...]
+  ks: tuple[int, ...]
+  atlas_bandits: tuple[str, ...]
+  atlas_ns: tuple[int, ...]
+  atlas_ks: tuple[int, ...]
+
+
+def validate(config: ml_collections.ConfigDict) -> Lists:
+  """Checks every field of ``config`` (see ``configs/default.py``); returns its lists.
 
   Every objective asked for must give rows: the rank objectives run on the
   categorical bandit only, ``top_m`` needs a cell with ``top_m <= k <= n``, and some
@@ -27,7 +43,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
   objectives = checks.names(config, "objectives", objectives_lib.OBJECTIVES)
   top_m = checks.integer(config, "top_m", low=1)
   try:
-    estimators_lib.parse_names(checks.split(config.estimators))
+    estimators = estimators_lib.parse_names(checks.split(config.estimators))
   except ValueError as e:
     checks.fail("estimators", config.estimators, f"is refused: {e}")
   ns = checks.ints(config, "ns", low=2)
@@ -50,11 +66,15 @@ def validate(config: ml_collections.ConfigDict) -> None:
   checks.number(config, "logit_scale", at_least=0)
   for name in ("theta", "gaussian_shift", "categorical_shift", "pass_threshold"):
     checks.number(config, name)
+  atlas_bandits: tuple[str, ...] = ()
+  atlas_ns: tuple[int, ...] = ()
+  atlas_ks: tuple[int, ...] = ()
   if checks.split(config.atlas_bandits):
-    checks.names(config, "atlas_bandits", tuple(atlas.BANDITS))
+    atlas_bandits = checks.names(config, "atlas_bandits", tuple(atlas.BANDITS))
     atlas_ns = checks.ints(config, "atlas_ns", low=2)
     atlas_ks = checks.ints(config, "atlas_ks", low=1)
     if not any(k <= n for k in atlas_ks for n in atlas_ns):
       checks.fail("atlas_ks", config.atlas_ks, f"must give a cell with k <= n ({atlas_ns=})")
     checks.integer(config, "atlas_num_samples", low=2)
     checks.integer(config, "atlas_jspo_prompts", low=2)
+  return Lists(policies, objectives, estimators, ns, ks, atlas_bandits, atlas_ns, atlas_ks)

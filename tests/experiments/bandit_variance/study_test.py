@@ -18,14 +18,14 @@ def _config(**fields):
 
 
 def test_make_settings():
-  gaussian, categorical = study.make_settings(_config())
+  gaussian, categorical = study.make_settings(_config(), ("gaussian", "categorical"))
   assert gaussian.name == "gaussian" and float(gaussian.target) == 1.0
   np.testing.assert_allclose(float(gaussian.old), 0.95, rtol=1e-6)
   assert categorical.name == "categorical" and categorical.policy.num_arms == 3
   with pytest.raises(ValueError, match="Unknown policy='uniform'"):
-    study.make_settings(_config(policies="uniform"))
+    study.make_settings(_config(), ("uniform",))
   with pytest.raises(ValueError, match="sigma"):
-    study.make_settings(_config(policies="gaussian", sigma=-1.0))
+    study.make_settings(_config(sigma=-1.0), ("gaussian",))
 
 
 def test_run_writes_results_and_figures(tmp_path):

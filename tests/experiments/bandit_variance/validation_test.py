@@ -13,13 +13,24 @@ def _config(**fields):
   return config
 
 
+def test_validate_returns_the_parsed_lists():
+  lists = validation.validate(
+    _config(policies=" categorical ,gaussian", ns="4, 8", ks="1,4", estimators="all")
+  )
+  assert lists.policies == ("categorical", "gaussian")
+  assert (lists.ns, lists.ks) == ((4, 8), (1, 4))
+  assert "loo_minus_one" in lists.estimators and "all" not in lists.estimators
+  assert lists.atlas_bandits == ("easy", "hard") and lists.atlas_ns == (8, 16, 32, 64)
+
+
 def test_default_and_smoke_configs_are_valid():
   validation.validate(default.get_config())
   smoke = default.get_config("smoke")
   validation.validate(smoke)
   assert (smoke.ns, smoke.ks, smoke.num_replicates) == ("4,8", "1,4", 256)
   # No atlas: its other fields are not read.
-  validation.validate(_config(atlas_bandits="", atlas_ns="0", atlas_num_samples=0))
+  lists = validation.validate(_config(atlas_bandits="", atlas_ns="0", atlas_num_samples=0))
+  assert (lists.atlas_bandits, lists.atlas_ns, lists.atlas_ks) == ((), (), ())
   with pytest.raises(ValueError, match="variant='big'"):
     default.get_config("big")
 
