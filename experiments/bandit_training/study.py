@@ -19,7 +19,6 @@ import ml_collections
 import numpy as np
 import tqdm
 
-from experiments import config_checks
 from experiments import estimators as estimators_lib
 from experiments import outputs
 from experiments import schedules
@@ -113,13 +112,13 @@ def run(
     experiments.config_checks.ConfigError: naming a bad field (or workdir), before
       anything is written.
   """
-  validation.validate(config)
+  lists = validation.validate(config)
   workdir = outputs.start(workdir, config)
   start = time.time()
-  k_evals = config_checks.ints(config, "k_evals", low=1)
+  k_evals = lists.k_evals
   runs = make_runs(
-    config_checks.split(config.estimators),
-    config_checks.split(config.k_schedules),
+    lists.estimators,
+    lists.k_schedules,
     num_steps=config.num_steps,
     n=config.n,
   )
@@ -135,7 +134,7 @@ def run(
         sigma=config.sigma,
       ),
     )
-    for name in config_checks.split(config.bandits)
+    for name in lists.bandits
   ]
   rows: list[dict[str, Any]] = []
   curves: dict[tuple[str, str, str], Curves] = {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import ml_collections
 
 from experiments import config_checks as checks
@@ -12,8 +14,18 @@ BANDITS = ("easy", "hard", "gaussian")
 OPTIMIZERS = ("adam", "sgd")
 
 
-def validate(config: ml_collections.ConfigDict) -> None:
-  """Checks every field of ``config`` (see ``configs/default.py``).
+@dataclasses.dataclass(frozen=True)
+class Lists:
+  """The config's list fields, parsed once by :func:`validate` (each a tuple)."""
+
+  bandits: tuple[str, ...]
+  estimators: tuple[str, ...]
+  k_schedules: tuple[str, ...]
+  k_evals: tuple[int, ...]
+
+
+def validate(config: ml_collections.ConfigDict) -> Lists:
+  """Checks every field of ``config`` (see ``configs/default.py``); returns its lists.
 
   Raises:
     experiments.config_checks.ConfigError: naming the first bad field.
@@ -21,7 +33,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
   checks.integer(config, "seed", low=0)
   bandits = checks.names(config, "bandits", BANDITS)
   try:
-    estimators_lib.parse_names(checks.split(config.estimators))
+    estimators = estimators_lib.parse_names(checks.split(config.estimators))
   except ValueError as e:
     checks.fail("estimators", config.estimators, f"is refused: {e}")
   n = checks.integer(config, "n", low=2)
@@ -35,7 +47,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
       schedules.parse_schedule(spec, num_steps=num_steps, n=n)
     except ValueError as e:
       checks.fail("k_schedules", config.k_schedules, f"is refused: {e}")
-  checks.ints(config, "k_evals", low=1)
+  k_evals = checks.ints(config, "k_evals", low=1)
   if config.optimizer not in OPTIMIZERS:
     checks.fail("optimizer", config.optimizer, f"must be one of {list(OPTIMIZERS)}")
   checks.number(config, "learning_rate", above=0)
@@ -49,3 +61,4 @@ def validate(config: ml_collections.ConfigDict) -> None:
   checks.number(config, "decoy_reward", above=0, below=1)
   checks.number(config, "theta0")
   checks.number(config, "sigma", above=0)
+  return Lists(bandits, estimators, specs, k_evals)

@@ -13,6 +13,14 @@ def _config(**fields):
   return config
 
 
+def test_validate_returns_the_parsed_lists():
+  lists = validation.validate(
+    _config(bandits="hard, easy", estimators="grpo,loo", k_schedules="1, 4", k_evals="1,8")
+  )
+  assert lists.bandits == ("hard", "easy") and lists.estimators == ("grpo", "loo")
+  assert lists.k_schedules == ("1", "4") and lists.k_evals == (1, 8)
+
+
 def test_default_and_smoke_configs_are_valid():
   validation.validate(default.get_config())
   smoke = default.get_config("smoke")
