@@ -166,67 +166,83 @@ def _spec(
     if k is None:
       raise ValueError(f"k is required for estimator={estimator!r}.")
     size = checks.check_int(k, "k", low=1, high=checks.MAX_SIZE)
-
   if estimator == "max_at_k":
-    if baseline == "mean_std":
-      raise ValueError(
-        "baseline='mean_std' is biased and not offered here; use one of"
-        f" {list(MAX_AT_K_BASELINES)}."
-      )
-    chosen = checks.check_option(
-      MAX_AT_K_BASELINES[0] if baseline is None else baseline, "baseline", MAX_AT_K_BASELINES
-    )
-    suffix = "" if chosen == MAX_AT_K_BASELINES[0] else f"_{chosen}"
-    return _Spec(
-      f"{_PREFIX}max_at_k_k{size}{suffix}",
-      lambda r: max_at_k_advantages(r, size, baseline=chosen),
-      size,
-      binary=False,
-      group_scale=True,
-    )
-
+    return _max_at_k_spec(size, baseline)
   if estimator == "order_stat":
-    if kind is None:
-      raise ValueError(
-        "kind is required for estimator='order_stat'; one of"
-        f" {list(rank_objectives.RANK_WEIGHT_KINDS)}."
-      )
-    kind = checks.check_option(kind, "kind", rank_objectives.RANK_WEIGHT_KINDS)
-    kind_params = {key: value for key, value in (("m", m), ("alpha", alpha)) if value is not None}
-    # rank_weights validates m and alpha (and that the kind takes them).
-    weights = rank_objectives.rank_weights(kind, size, **kind_params)
-    if m is not None:
-      label = f"{kind}{int(m)}"  # type: ignore[call-overload]
-    elif alpha is not None:
-      label = f"{kind}_alpha{float(alpha)!r}"  # type: ignore[arg-type]
-    else:
-      label = kind
-    chosen = checks.check_option(
-      ORDER_STAT_BASELINES[0] if baseline is None else baseline, "baseline", ORDER_STAT_BASELINES
-    )
-    suffix = "" if chosen == ORDER_STAT_BASELINES[0] else f"_{chosen}"
-    return _Spec(
-      f"{_PREFIX}order_stat_{label}_k{size}{suffix}",
-      lambda r: rank_objectives.order_stat_advantages(r, weights, baseline=chosen),
-      size,
-      binary=False,
-      group_scale=True,
-    )
-
+    return _order_stat_spec(size, kind, m, alpha, baseline)
   if estimator == "maxrl":
-    cv = True if control_variate is None else control_variate
-    if not isinstance(cv, (bool, np.bool_)):
-      raise ValueError(f"control_variate={cv!r} must be a bool.")
-    use_cv = bool(cv)
-    return _Spec(
-      f"{_PREFIX}maxrl" + ("" if use_cv else "_no_control_variate"),
-      lambda r: peers.maxrl_advantages(r, control_variate=use_cv),
-      None,
-      binary=True,
-      group_scale=False,
-    )
+    return _maxrl_spec(control_variate)
+  return _pass_at_k_training_spec(size, eps)
 
-  # pass_at_k_training
+
+def _baseline_suffix(baseline: object, options: Sequence[str]) -> tuple[str, str]:
+  """The chosen baseline (``options[0]`` by default) and its name suffix ("" for the
+  default)."""
+  chosen = checks.check_option(options[0] if baseline is None else baseline, "baseline", options)
+  return chosen, "" if chosen == options[0] else f"_{chosen}"
+
+
+def _max_at_k_spec(size: int, baseline: object) -> _Spec:
+  """max@k's unbiased advantages (``max_at_k_advantages``), scaled by G."""
+  if baseline == "mean_std":
+    raise ValueError(
+      f"baseline='mean_std' is biased and not offered here; use one of {list(MAX_AT_K_BASELINES)}."
+    )
+  chosen, suffix = _baseline_suffix(baseline, MAX_AT_K_BASELINES)
+  return _Spec(
+    f"{_PREFIX}max_at_k_k{size}{suffix}",
+    lambda r: max_at_k_advantages(r, size, baseline=chosen),
+    size,
+    binary=False,
+    group_scale=True,
+  )
+
+
+def _order_stat_spec(size: int, kind: object, m: object, alpha: object, baseline: object) -> _Spec:
+  """A rank objective's advantages (``order_stat_advantages`` with ``rank_weights``),
+  scaled by G; its name carries the kind and its m or alpha."""
+  if kind is None:
+    raise ValueError(
+      "kind is required for estimator='order_stat'; one of"
+      f" {list(rank_objectives.RANK_WEIGHT_KINDS)}."
+    )
+  kind = checks.check_option(kind, "kind", rank_objectives.RANK_WEIGHT_KINDS)
+  kind_params = {key: value for key, value in (("m", m), ("alpha", alpha)) if value is not None}
+  # rank_weights validates m and alpha (and that the kind takes them).
+  weights = rank_objectives.rank_weights(kind, size, **kind_params)
+  if m is not None:
+    label = f"{kind}{int(m)}"  # type: ignore[call-overload]
+  elif alpha is not None:
+    label = f"{kind}_alpha{float(alpha)!r}"  # type: ignore[arg-type]
+  else:
+    label = kind
+  chosen, suffix = _baseline_suffix(baseline, ORDER_STAT_BASELINES)
+  return _Spec(
+    f"{_PREFIX}order_stat_{label}_k{size}{suffix}",
+    lambda r: rank_objectives.order_stat_advantages(r, weights, baseline=chosen),
+    size,
+    binary=False,
+    group_scale=True,
+  )
+
+
+def _maxrl_spec(control_variate: object) -> _Spec:
+  """MaxRL's advantages on 0/1 rewards (with its control variate by default)."""
+  cv = True if control_variate is None else control_variate
+  if not isinstance(cv, (bool, np.bool_)):
+    raise ValueError(f"control_variate={cv!r} must be a bool.")
+  use_cv = bool(cv)
+  return _Spec(
+    f"{_PREFIX}maxrl" + ("" if use_cv else "_no_control_variate"),
+    lambda r: peers.maxrl_advantages(r, control_variate=use_cv),
+    None,
+    binary=True,
+    group_scale=False,
+  )
+
+
+def _pass_at_k_training_spec(size: int, eps: object) -> _Spec:
+  """Pass@k training's advantages on 0/1 rewards (``eps`` 0 by default)."""
   e = 0.0 if eps is None else _check_eps(eps)
   return _Spec(
     f"{_PREFIX}pass_at_k_training_k{size}" + (f"_eps{e!r}" if e else ""),
