@@ -409,16 +409,30 @@ def test_score_batch_and_encodings():
 # ---------------------------------------------------------------------- near problems
 
 
-def _near_by_components(name, task, a, b):
-  """Whether rows a and b pose problems that differ in at most one component."""
-  if name == "countdown":
-    n = task.num_numbers
-    shared = collections.Counter(a[:n].tolist()) & collections.Counter(b[:n].tolist())
-    return a[3 * n] == b[3 * n] and sum(shared.values()) >= n - 1
-  if name == "addition":
-    return bool(set(a.tolist()) & set(b.tolist()))
+def _countdown_near(task, a, b):
+  n = task.num_numbers
+  shared = collections.Counter(a[:n].tolist()) & collections.Counter(b[:n].tolist())
+  return a[3 * n] == b[3 * n] and sum(shared.values()) >= n - 1
+
+
+def _program_near(task, a, b):
   d = task.degree
   return int(np.sum(a[: d + 1] != b[: d + 1])) <= 1
+
+
+# Each task's rule, from its problem rows, for "near" problems (README's "Adding a
+# task": a new task adds its rule here and its cases below).
+NEAR_RULES = {
+  "countdown": _countdown_near,
+  "addition": lambda task, a, b: bool(set(a.tolist()) & set(b.tolist())),
+  "program": _program_near,
+}
+
+
+def _near_by_components(name, task, a, b):
+  """Whether rows a and b pose problems that differ in at most one component."""
+  assert name in NEAR_RULES, f"task {name!r} has no rule in NEAR_RULES"
+  return NEAR_RULES[name](task, a, b)
 
 
 @pytest.mark.parametrize(
