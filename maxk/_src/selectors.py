@@ -113,6 +113,8 @@ def _class_sums(first: jax.Array, end: jax.Array, x: jax.Array) -> jax.Array:
     flag_a, sum_a, err_a = a
     flag_b, sum_b, err_b = b
     total, err = sorted_kernels.two_sum((sum_a, err_a), (sum_b, err_b))
+    # An infinite sum has no rounding error to carry (TwoSum's would be inf − inf).
+    err = jnp.where(jnp.isfinite(total), err, 0)
     return flag_a | flag_b, jnp.where(flag_b, sum_b, total), jnp.where(flag_b, err_b, err)
 
   _, sums, errs = lax.associative_scan(combine, (flags, x, jnp.zeros_like(x)), axis=x.ndim - 2)
@@ -176,7 +178,10 @@ def selected_at_k(
     scores: ``[..., n]`` selector scores; only their order and ties matter (±inf
       allowed).
     rewards: ``[..., n]`` true rewards, same shape.  Infinite rewards follow IEEE
-      arithmetic as in :func:`maxk.max_at_k` (a class holding +inf and −inf is NaN).
+      arithmetic as in :func:`maxk.max_at_k`: the estimate is NaN only where
+      inf − inf arises in the mean over subsets (a k-subset whose top-score
+      samples hold +inf and −inf, or subsets with h = +inf and others with
+      h = −inf); a score class that tops no k-subset does not enter.
     k: static int, ``1 <= k <= n``.
     where: keyword-only, optional bool, broadcastable to ``scores``: the valid
       samples of each group (ragged groups); the estimate of a group is that of
@@ -213,13 +218,24 @@ def _class_means(classes: _Classes, r_sorted: jax.Array) -> jax.Array:
   return classes.segment_sum(r_sorted[..., None])[..., 0] / classes.size
 
 
+def _top_weighted_sum(rbar: jax.Array, weights: jax.Array, top: jax.Array) -> jax.Array:
+  """Σ_j w_j r̄_(c(j)) over the positions that top some k-subset (``top``).
+
+  A class that tops no k-subset does not enter, so its mean (NaN where it holds
+  +inf and −inf rewards) cannot make the estimate NaN; a class that does enter
+  with both is NaN, as the mean over subsets then holds inf − inf.
+  """
+  rbar = jnp.where(top, rbar, 0)
+  return sorted_kernels.rank_weighted_sum(rbar, weights, top, jnp.zeros_like(top))
+
+
 @jax.jit
 def _selected_at_k(
   scores: jax.Array, rewards: jax.Array, weights: jax.Array, top: jax.Array
 ) -> jax.Array:
   s_sorted, r_sorted, _ = sorting.sort_last(scores, rewards)
   rbar = _class_means(_score_classes(s_sorted), r_sorted)
-  estimate = sorted_kernels.rank_weighted_sum(rbar, weights, top, jnp.zeros_like(top))
+  estimate = _top_weighted_sum(rbar, weights, top)
   bad = jnp.any(jnp.isnan(scores) | jnp.isnan(rewards), axis=-1)
   return jnp.where(bad, jnp.nan, estimate)
 
@@ -236,7 +252,7 @@ def _selected_at_k_ragged(
   rbar = _class_means(_score_classes(s_sorted, boundary), r_sorted)
   weights = ragged.max_weights(n, k, m, scores.dtype)
   top = inside & (ragged.positions(scores.shape) >= k)
-  estimate = sorted_kernels.rank_weighted_sum(rbar, weights, top, jnp.zeros_like(top))
+  estimate = _top_weighted_sum(rbar, weights, top)
   estimate = jnp.where(m[..., 0] >= k, estimate, jnp.nan)
   bad = jnp.any((jnp.isnan(scores) | jnp.isnan(rewards)) & valid, axis=-1)
   return jnp.where(bad, jnp.nan, estimate)
