@@ -298,10 +298,16 @@ def split(values: np.ndarray, dtype: jnp.dtype) -> tuple[jax.Array, jax.Array]:
   """float64 ``values`` as hi + lo in ``dtype`` (hi rounded, lo the remainder), so that
   differences of nearby entries keep the float64 accuracy (hi − hi is exact by
   Sterbenz's lemma where it matters)."""
+  hi, lo = split_host(values, dtype)
+  return jnp.asarray(hi), jnp.asarray(lo)
+
+
+def split_host(values: np.ndarray, dtype: jnp.dtype) -> tuple[np.ndarray, np.ndarray]:
+  """:func:`split` as host (NumPy) arrays, to cache and pass to a compiled kernel."""
   values = np.asarray(values, np.float64)
   hi = values.astype(dtype)
   lo = (values - hi.astype(np.float64)).astype(dtype)
-  return jnp.asarray(hi), jnp.asarray(lo)
+  return hi, lo
 
 
 def split_difference(

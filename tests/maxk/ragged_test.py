@@ -325,18 +325,69 @@ def test_rank_objectives_use_the_tables_of_each_group_size():
     assert abs(estimate[b] - want_u) <= 1e-6 * abs(want_u)
 
 
+# (curve over k, needs two samples per k (the variances), binary input).
+_CURVES = [
+  pytest.param(maxk.pass_at_k_curve, False, True, id="pass_at_k_curve"),
+  pytest.param(maxk.pass_hat_k_curve, False, True, id="pass_hat_k_curve"),
+  pytest.param(maxk.max_at_k_curve, False, False, id="max_at_k_curve"),
+  pytest.param(maxk.pass_at_k_curve_variance, True, True, id="pass_at_k_curve_variance"),
+  pytest.param(maxk.max_at_k_curve_variance, True, False, id="max_at_k_curve_variance"),
+]
+
+
+def _compacted_curve(fn, x, valid, pairs):
+  """The dense curve of each group's m valid samples, NaN at every k it lacks."""
+  n = x.shape[-1]
+  out = np.full((x.shape[0], n // 2 if pairs else n), np.nan)
+  for b in range(x.shape[0]):
+    if valid[b].sum() >= (2 if pairs else 1):
+      dense = np.asarray(fn(x[b][valid[b]]), np.float64)
+      out[b, : dense.shape[-1]] = dense
+  return out
+
+
+@pytest.mark.parametrize("fn, pairs, binary", _CURVES)
+def test_each_group_curve_equals_the_dense_curve_of_its_valid_samples(fn, pairs, binary):
+  x, valid = _inputs(binary, seed=50, shape=(14, 7))
+  if not binary:  # infinite rewards follow the dense call too
+    x[0, :2] = -np.inf
+    x[1, 3] = np.inf
+    x[2, :3] = -np.inf
+  with np.errstate(invalid="ignore"):
+    want = _compacted_curve(fn, x, valid, pairs)
+  got = np.asarray(fn(x, where=valid), np.float64)
+  np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+  jitted = np.asarray(jax.jit(lambda v, w: fn(v, where=w))(x, valid), np.float64)
+  np.testing.assert_allclose(jitted, got, rtol=1e-6, atol=1e-7)
+  x2, valid2 = x.reshape(2, 7, -1), valid.reshape(2, 7, -1)
+  mapped = jax.vmap(lambda v, w: fn(v, where=w))(x2, valid2)
+  np.testing.assert_allclose(np.asarray(mapped).reshape(got.shape), got, rtol=1e-6, atol=1e-7)
+  # All valid is the dense call (where=None is the dense path, unchanged).
+  np.testing.assert_allclose(
+    np.asarray(fn(x, where=np.ones(7, bool))), np.asarray(fn(x)), rtol=2e-6, atol=2e-6
+  )
+  # Masked values do not matter; a NaN among the valid samples makes its group NaN only.
+  junk = np.where(valid, x, np.float32(np.nan))
+  np.testing.assert_array_equal(np.asarray(fn(junk, where=valid)), got.astype(np.float32))
+  row = 13
+  poisoned = x.copy()
+  poisoned[row, np.flatnonzero(valid[row])[0]] = np.nan
+  out = np.asarray(fn(poisoned, where=valid))
+  assert np.all(np.isnan(out[row]))
+  np.testing.assert_array_equal(out[:row], got[:row].astype(np.float32))
+  with pytest.raises(ValueError, match="where of shape"):
+    fn(x, where=np.ones((3, 7), bool))
+  with pytest.raises(ValueError, match="where must be a bool array"):
+    fn(x, where=valid.astype(np.int32))
+
+
 # Group-wise functions without where= yet (README's "Ragged groups" names them): their
-# ragged forms need per-size curves or per-size counting, not built yet.
+# ragged forms need per-size counting, not built yet.
 WITHOUT_WHERE = frozenset(
   {
     "selected_at_k_advantages",
     "maj_at_k",
     "maj_at_k_advantages",
-    "pass_at_k_curve",
-    "max_at_k_curve",
-    "pass_at_k_curve_variance",
-    "max_at_k_curve_variance",
-    "pass_hat_k_curve",
     "success_objective_advantages",
   }
 )
