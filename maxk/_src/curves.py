@@ -325,21 +325,11 @@ def _ragged_gap_curve_operands(
 # ----------------------------------------------------------------------------
 
 
-def _valid_counts(values: jax.Array, valid: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """(finite, m, c) per group: whether its valid entries are finite, the number m of
-  valid samples and the number c of correct ones among them (int32, in [0, m])."""
-  finite = jnp.all(jnp.isfinite(values) | ~valid, axis=-1)
-  m = jnp.sum(valid, axis=-1, dtype=jnp.int32)
-  count = jnp.sum(jnp.where(valid, jnp.nan_to_num(values), 0), axis=-1)
-  c = jnp.clip(jnp.round(count), 0, m).astype(jnp.int32)
-  return finite, m, c
-
-
 @jax.jit
 def _ragged_lookup(values: jax.Array, valid: jax.Array, table: jax.Array) -> jax.Array:
   """table[m, c] for each group's m valid samples and c correct ones among them
   (NaN if a valid entry is not finite; the table's rows m < k are NaN)."""
-  finite, m, c = _valid_counts(values, valid)
+  finite, m, c = ragged.count_correct(values, valid)
   return jnp.where(finite, table[m, c], jnp.nan)
 
 
@@ -350,7 +340,7 @@ def _ragged_pass_curve(
   """The pass@k ("pass"), pass^k ("pass_hat") or pass@k variance ("variance")
   curve of each group's m valid samples, NaN where m < k (m < 2k for the variance)."""
   dtype = values.dtype
-  finite, m, c = _valid_counts(values, valid)
+  finite, m, c = ragged.count_correct(values, valid)
   fail = m - c
   if kind == "pass_hat":
     out = ragged.gathered_ratio(operands.choose, c, operands.inv, m, dtype)  # C(c, k)/C(m, k)

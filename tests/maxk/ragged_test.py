@@ -60,6 +60,35 @@ _SPECS = [
     )
     for b in ("none", "loo", "loo_centered")
   ],
+  *[
+    _spec(
+      f"selected_at_k_advantages_k{k}_{b}",
+      # Scores with ties across different rewards; masked scores are junk too.
+      lambda x, k=k, b=b, where=None: maxk.selected_at_k_advantages(
+        jnp.floor(x), x, k, baseline=b, where=where
+      ),
+      k,
+      "advantage",
+    )
+    for k, b in [(3, b) for b in maxk.BASELINES] + [(1, "loo"), (1, "loo_minus_one")]
+  ],
+  *[
+    _spec(
+      f"success_objective_advantages_{b}",
+      _P(maxk.success_objective_advantages, coefficients=(1.0, -2.0, 0.5), baseline=b),
+      3,
+      "advantage",
+      True,
+    )
+    for b in ("none", "loo", "loo_centered", "loo_minus_one")
+  ],
+  _spec(
+    "success_objective_advantages_pass1",
+    _P(maxk.success_objective_advantages, coefficients=(2.0,), baseline="loo"),
+    1,
+    "advantage",
+    True,
+  ),
   _spec("grpo", maxk.grpo_advantages, 1, "advantage"),
   _spec("grpo_ddof1", _P(maxk.grpo_advantages, std_ddof=1, eps=0.0), 1, "advantage"),
   _spec("rloo", maxk.rloo_advantages, 2, "advantage"),
@@ -381,24 +410,69 @@ def test_each_group_curve_equals_the_dense_curve_of_its_valid_samples(fn, pairs,
     fn(x, where=valid.astype(np.int32))
 
 
-# Group-wise functions without where= yet (README's "Ragged groups" names them): their
-# ragged forms need per-size counting, not built yet.
-WITHOUT_WHERE = frozenset(
-  {
-    "selected_at_k_advantages",
-    "maj_at_k",
-    "maj_at_k_advantages",
-    "success_objective_advantages",
-  }
-)
+def test_success_objective_advantages_with_traced_coefficients():
+  x, valid = _inputs(True, seed=60)
+  coefficients = np.array([1.0, -2.0, 0.5], np.float32)
+  host = maxk.success_objective_advantages(x, coefficients, where=valid)
+  traced = jax.jit(lambda c: maxk.success_objective_advantages(x, c, where=valid))(coefficients)
+  np.testing.assert_allclose(np.asarray(traced), np.asarray(host), rtol=1e-5, atol=1e-6)
+
+
+def _majority_inputs(seed, shape=(9, 6)):
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(-1, 3, size=shape)  # -1: abstentions
+  correct = ids == 1
+  valid = rng.random(shape) < 0.6
+  for m in range(shape[-1] + 1):
+    valid[m] = False
+    valid[m, rng.permutation(shape[-1])[:m]] = True
+  return ids, correct, valid
+
+
+@pytest.mark.parametrize("k, tie", [(1, "uniform"), (3, "uniform"), (2, "wrong")])
+def test_majority_vote_equals_the_dense_call_on_the_valid_samples(k, tie):
+  ids, correct, valid = _majority_inputs(70 + k)
+  got = np.asarray(maxk.maj_at_k(ids, correct, k, tie=tie, where=valid), np.float64)
+  for g in range(ids.shape[0]):
+    v = valid[g]
+    want = float(maxk.maj_at_k(ids[g][v], correct[g][v], k, tie=tie)) if v.sum() >= k else np.nan
+    np.testing.assert_allclose(got[g], want, rtol=2e-6, atol=2e-6, err_msg=f"group {g}")
+  jitted = jax.jit(lambda i, c, w: maxk.maj_at_k(i, c, k, tie=tie, where=w))(ids, correct, valid)
+  np.testing.assert_allclose(np.asarray(jitted), got, rtol=1e-6, atol=1e-7)
+  for baseline in ("none", "loo", "loo_centered", "loo_minus_one"):
+    fn = functools.partial(maxk.maj_at_k_advantages, k=k, tie=tie, baseline=baseline)
+    got_a = np.asarray(fn(ids, correct, where=valid), np.float64)
+    want_a = np.zeros(ids.shape)
+    for g in range(ids.shape[0]):
+      v = valid[g]
+      if v.sum() >= k:
+        want_a[g, v] = np.asarray(fn(ids[g][v], correct[g][v]))
+    np.testing.assert_allclose(got_a, want_a, rtol=2e-6, atol=2e-6, err_msg=baseline)
+    assert np.all(got_a[~valid] == 0)
+
+
+def test_majority_vote_masked_values_do_not_matter_and_nan_stays_in_its_group():
+  ids, correct, valid = _majority_inputs(80)
+  values = correct.astype(np.float32)
+  base = np.asarray(maxk.maj_at_k_advantages(ids, values, 2, where=valid))
+  junk_ids = np.where(valid, ids, 7)  # a masked sample joins no answer
+  junk = np.where(valid, values, np.float32(np.nan))
+  np.testing.assert_array_equal(
+    np.asarray(maxk.maj_at_k_advantages(junk_ids, junk, 2, where=valid)), base
+  )
+  row = 8
+  poisoned = values.copy()
+  poisoned[row, np.flatnonzero(valid[row])[0]] = np.nan
+  out = np.asarray(maxk.maj_at_k_advantages(ids, poisoned, 2, where=valid))
+  assert np.all(np.isnan(out[row][valid[row]])) and np.all(out[row][~valid[row]] == 0)
+  np.testing.assert_array_equal(out[:row], base[:row])
+  assert np.isnan(float(maxk.maj_at_k(ids, poisoned, 2, where=valid)[row]))
+  with pytest.raises(ValueError, match="where of shape"):
+    maxk.maj_at_k(ids, values, 2, where=np.ones((2, 6), bool))
 
 
 def test_every_group_wise_function_takes_where_keyword_only():
-  assert WITHOUT_WHERE <= nan_groups_test.GROUP_WISE
   for name in sorted(nan_groups_test.GROUP_WISE):
-    if name in WITHOUT_WHERE:
-      assert "where" not in inspect.signature(getattr(maxk, name)).parameters, name
-      continue
     param = inspect.signature(getattr(maxk, name)).parameters.get("where")
     assert param is not None, f"{name} takes no where="
     assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is None, name
