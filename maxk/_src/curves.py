@@ -547,7 +547,8 @@ def pass_at_k_curve(correct: ArrayLike, *, where: ArrayLike | None = None) -> ja
       (too few samples for that k, as the single-k function with ``where=``).
       Entry k−1 is 1 − exp(G_k(m) − G_k(m − c)), G_k(x) =
       Σ_{k<N<=x} log(1 − k/N) from a static float64 table split into two
-      floats (a few ulp; tables of 2n(n+1) entries, built once per n).
+      floats (measured within 2 ulp of the exact ratio in float32 at n = 64;
+      tables of O(n²) entries, built once per n).
 
   Returns:
     ``[..., n]`` float32 (or the input's floating dtype) estimates in [0, 1],
