@@ -193,6 +193,12 @@ def test_masked_values_do_not_matter_and_nan_stays_in_its_group(fn, need, kind, 
     (maxk.grpo_advantages, 1),
     (maxk.rloo_advantages, 2),
     (_P(maxk.max_at_k, k=2), 2),
+    (lambda x, where=None: maxk.max_at_k_curve(x, where=where)[..., 1], 2),
+    (lambda x, where=None: maxk.max_at_k_curve_variance(x, where=where)[..., 0], 2),
+    (
+      lambda x, where=None: maxk.selected_at_k_advantages(jnp.floor(x), x, 2, where=where),
+      2,
+    ),
   ],
 )
 def test_gradients_equal_those_of_the_compacted_call(fn, need):
@@ -439,6 +445,10 @@ def test_majority_vote_equals_the_dense_call_on_the_valid_samples(k, tie):
     np.testing.assert_allclose(got[g], want, rtol=2e-6, atol=2e-6, err_msg=f"group {g}")
   jitted = jax.jit(lambda i, c, w: maxk.maj_at_k(i, c, k, tie=tie, where=w))(ids, correct, valid)
   np.testing.assert_allclose(np.asarray(jitted), got, rtol=1e-6, atol=1e-7)
+  mapped = jax.vmap(lambda i, c, w: maxk.maj_at_k(i, c, k, tie=tie, where=w))(
+    ids.reshape(3, 3, -1), correct.reshape(3, 3, -1), valid.reshape(3, 3, -1)
+  )
+  np.testing.assert_allclose(np.asarray(mapped).reshape(got.shape), got, rtol=1e-6, atol=1e-7)
   for baseline in ("none", "loo", "loo_centered", "loo_minus_one"):
     fn = functools.partial(maxk.maj_at_k_advantages, k=k, tie=tie, baseline=baseline)
     got_a = np.asarray(fn(ids, correct, where=valid), np.float64)
