@@ -119,9 +119,22 @@ def _ragged_fail(
   """(p, 1 − q/p) for C(top, k)/C(size, k) and its disjoint-pair companion (see
   :func:`_fail_log_tables` with c = size − top); 1 − q/p = 1 where top < 2k."""
   choose, inv, g = _ragged_tables(n, k)
+  return ragged_fail(choose, inv, ragged.split(g, dtype), k, top, size, dtype)
+
+
+def ragged_fail(
+  choose: ragged.Pow2,
+  inv: ragged.Pow2,
+  g: tuple[jax.Array, jax.Array],
+  k: int | jax.Array,
+  top: jax.Array,
+  size: jax.Array,
+  dtype: jnp.dtype,
+) -> tuple[jax.Array, jax.Array]:
+  """:func:`_ragged_fail` from the tables of :func:`_ragged_tables` at k (``g`` as
+  :func:`maxk._src.ragged.split` parts; ``k`` may be traced)."""
   p = ragged.gathered_ratio(choose, top, inv, size, dtype)
-  g_split = ragged.split(g, dtype)
-  log_r = ragged.split_difference(g_split, size, g_split, jnp.minimum(top, size))
+  log_r = ragged.split_difference(g, size, g, jnp.minimum(top, size))
   one_minus = jnp.where(top >= 2 * k, -jnp.expm1(log_r), 1)
   return p, one_minus
 
@@ -147,7 +160,8 @@ def max_at_k_variance(rewards: ArrayLike, k: int, *, where: ArrayLike | None = N
   Args:
     rewards: ``[..., n]`` float rewards; samples on the last axis.  Ties are
       allowed; -inf rewards are allowed while fewer than k of them are present
-      (with k or more, max@k is -inf and the variance +inf).
+      (with k or more, max@k is -inf and the variance +inf, the limit of V̂ as
+      those rewards go to -inf; a group of -inf rewards only gives 0).
     k: static int, ``1 <= k <= n/2``.
     where: keyword-only, optional bool, broadcastable to ``rewards``: the valid
       samples of each group (ragged groups); the estimate of a group is that of
@@ -191,7 +205,24 @@ def _max_at_k_variance(
   gaps = jnp.where(upper == lower, 0, upper - lower)
   weighted = sorted_kernels.scaled(p, gaps)  # p_m d_m >= 0
   inner = weighted + 2 * sorted_kernels.exclusive_prefix_sum(weighted)
-  return jnp.sum(sorted_kernels.scaled(gamma, gaps) * inner, axis=-1)
+  nonzero = jnp.asarray(gamma.nonzero) & (gaps != 0)
+  estimate = gap_sum(sorted_kernels.scaled(gamma, gaps), nonzero, inner)
+  return checks.nan_group(rewards, estimate[..., None])[..., 0]
+
+
+def gap_sum(gamma_gaps: jax.Array, nonzero: jax.Array, inner: jax.Array) -> jax.Array:
+  """Σ_m γ_m d_m · inner_m over the last axis, a sum of terms >= 0.
+
+  A term is 0 where γ_m d_m is exactly 0 (``nonzero`` False: a tied gap or a zero
+  coefficient), even where ``inner`` is +inf (every gap above an infinite one),
+  and +inf where ``inner`` is +inf otherwise: k or more −inf rewards put an
+  infinite gap with p_m, γ_m > 0 below the others, and V̂ is then +inf (the
+  limit of the finite values as those rewards go to −inf) rather than the NaN
+  of 0 · inf.
+  """
+  # Finite inner sums keep the plain product (and its derivative).
+  at_inf = jnp.where(nonzero, jnp.inf, 0).astype(gamma_gaps.dtype)
+  return jnp.sum(jnp.where(jnp.isposinf(inner), at_inf, gamma_gaps * inner), axis=-1)
 
 
 def pass_at_k_variance(correct: ArrayLike, k: int, *, where: ArrayLike | None = None) -> jax.Array:
@@ -252,14 +283,22 @@ def _max_at_k_variance_ragged(rewards: jax.Array, valid: jax.Array, k: int) -> j
   gaps = jnp.where((upper == lower) | ~inside[..., 1:], 0, upper - lower)
   top = ragged.positions(gaps.shape)  # gap m between positions m and m + 1
   p, one_minus = _ragged_fail(n, k, top, size, dtype)
-  p = jnp.where(inside[..., 1:], p, 0)
+  estimate = ragged_gap_variance(gaps, inside[..., 1:], p, one_minus)
+  estimate = jnp.where(size[..., 0] >= 2 * k, estimate, jnp.nan)
+  return ragged.nan_group(rewards, valid, estimate)
+
+
+def ragged_gap_variance(
+  gaps: jax.Array, inside: jax.Array, p: jax.Array, one_minus: jax.Array
+) -> jax.Array:
+  """V̂ = Σ_m γ_m d_m (p_m d_m + 2 Σ_{m'<m} p_m' d_m') over the gaps ``[..., n − 1]``
+  of each group's valid samples (``inside``), γ_m = p_m (1 − q/p)."""
+  p = jnp.where(inside, p, 0)
   weighted = jnp.where(p != 0, p * gaps, 0)
   inner = weighted + 2 * sorted_kernels.exclusive_prefix_sum(weighted)
   gamma = p * one_minus
-  terms = jnp.where(gamma != 0, gamma * gaps, 0) * inner  # as the dense call: 0·inf = NaN
-  estimate = jnp.sum(jnp.where(inside[..., 1:], terms, 0), axis=-1)
-  estimate = jnp.where(size[..., 0] >= 2 * k, estimate, jnp.nan)
-  return ragged.nan_group(rewards, valid, estimate)
+  gamma_gaps = jnp.where(inside & (gamma != 0), gamma * gaps, 0)
+  return gap_sum(gamma_gaps, inside & (gamma != 0) & (gaps != 0), inner)
 
 
 @functools.partial(jax.jit, static_argnums=2)

@@ -65,7 +65,9 @@ import numpy as np
 from maxk._src import advantages
 from maxk._src import categorical
 from maxk._src import checks
+from maxk._src import combinatorics
 from maxk._src import metrics
+from maxk._src import ragged
 
 #: The ``tie`` rules of the majority-vote functions.
 TIE_RULES = ("uniform", "wrong")
@@ -310,18 +312,77 @@ def _sorted_classes(counts: jax.Array, corr: jax.Array) -> tuple[jax.Array, ...]
 
 
 def _sample_value(
-  counts: jax.Array, corr: jax.Array, pmf: jax.Array, n: int, k: int, tie: str
+  counts: jax.Array,
+  corr: jax.Array,
+  pmf: jax.Array,
+  n: int,
+  k: int,
+  tie: str,
+  size: int | jax.Array | None = None,
 ) -> jax.Array:
-  """maj@k of one group of n samples from its class counts (abstentions: n − Σ counts)."""
+  """maj@k of one group of ``size`` <= n samples (default n) from its class counts
+  (abstentions: size − Σ counts); ``pmf`` holds the weights of that size."""
+  size = n if size is None else size
   _, cs, corr_s = _sorted_classes(counts, corr)
   total = jnp.zeros((), pmf.dtype)
   for level in _levels(n, k, tie, np.dtype(pmf.dtype)):
     valid = cs[: level.slots] >= level.t
-    pool = n - jnp.sum(jnp.where(valid, cs[: level.slots], 0))
+    pool = size - jnp.sum(jnp.where(valid, cs[: level.slots], 0))
     f, tie_coef = _slot_factors(pmf[cs[: level.slots]], corr_s[: level.slots], valid, level)
     (_, deriv), _ = _scan_slots(f, tie_coef, pmf[pool], level)
     total = total + jnp.asarray(level.weight) @ deriv[:, k]
-  return total / pmf[n, k]
+  return total / pmf[size, k]
+
+
+class _PmfFactors(NamedTuple):
+  """Static factors of the weights W_m[c, x] = C(c, x) q^x (1 − q)^(c − x), q = k/m,
+  of a group of m <= n valid samples (:class:`maxk._src.ragged.Pow2`, host arrays)."""
+
+  binom: ragged.Pow2  # [n + 1, k + 1]: C(c, x).
+  q_power: ragged.Pow2  # [n + 1, k + 1]: q^x at [m, x] (0 for m < k).
+  rest_power: ragged.Pow2  # [n + 1, n + 1]: (1 − q)^y at [m, y] (0^0 = 1 at m = k).
+
+
+@functools.lru_cache(maxsize=32)
+def _pmf_factors(n: int, k: int, dtype: DTypeLike) -> _PmfFactors:
+  c = np.arange(n + 1)[:, None]
+  x = np.arange(k + 1)[None, :]
+  y = np.arange(n + 1)[None, :].astype(np.float64)
+  m = np.arange(n + 1, dtype=np.float64)[:, None]
+  with np.errstate(divide="ignore", invalid="ignore"):
+    log_q = np.where(m >= k, x * np.log(k / np.maximum(m, 1)), -np.inf)
+    log_rest = np.where(m > k, y * np.log1p(-k / np.maximum(m, 1)), -np.inf)
+  log_rest = np.where((y == 0) & (m >= k), 0.0, log_rest)
+
+  def host(log_values: np.ndarray) -> ragged.Pow2:
+    mant, exp = ragged.pow2(log_values)
+    return ragged.Pow2(np.asarray(mant, np.dtype(dtype)), exp)
+
+  return _PmfFactors(host(combinatorics.log_binom(c, x)), host(log_q), host(log_rest))
+
+
+def _group_pmf(factors: _PmfFactors, m: jax.Array, dtype: jnp.dtype) -> jax.Array:
+  """W_m [n + 1, k + 1] of one group of m valid samples (:func:`_binomial_pmf_table`
+  at size m, as a product of three mantissas and a power of two)."""
+  c = jnp.arange(factors.binom.mant.shape[0])[:, None]
+  x = jnp.arange(factors.binom.mant.shape[1])[None, :]
+  y = jnp.maximum(c - x, 0)
+  binom, q_power, rest_power = factors
+  mant = binom.mant * q_power.mant[m][None, :] * rest_power.mant[m][y]
+  exp = binom.exp + q_power.exp[m][None, :] + rest_power.exp[m][y]
+  return jnp.where(x <= c, jnp.ldexp(mant.astype(dtype), exp), 0)
+
+
+def _valid_only(
+  ids_row: jax.Array, v_row: jax.Array, valid_row: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+  """(ids, correct, m, bad) of one group's valid samples: an invalid sample becomes an
+  abstention flagged wrong (it joins no answer; its place is not counted, as the
+  pool of a group of m samples is m − Σ counts); bad: a NaN among the valid ones."""
+  bad = jnp.any(jnp.isnan(v_row) & valid_row)
+  ids = jnp.where(valid_row, ids_row, -1)
+  corr = jnp.where(valid_row, jnp.nan_to_num(v_row), 0)
+  return ids, corr, jnp.sum(valid_row, dtype=jnp.int32), bad
 
 
 def _answer_ids(answer_ids: ArrayLike) -> jax.Array:
@@ -363,8 +424,8 @@ def _answer_ids(answer_ids: ArrayLike) -> jax.Array:
 
 
 def _prepare(
-  answer_ids: ArrayLike, correct: ArrayLike, k: int, tie: str
-) -> tuple[jax.Array, jax.Array, int, int]:
+  answer_ids: ArrayLike, correct: ArrayLike, k: int, tie: str, where: ArrayLike | None = None
+) -> tuple[jax.Array, jax.Array, int, int, jax.Array | None]:
   ids = _answer_ids(answer_ids)
   if ids.ndim < 1:
     raise ValueError(f"answer_ids must have the sample axis last; got shape {ids.shape}.")
@@ -373,9 +434,9 @@ def _prepare(
   except (TypeError, ValueError) as e:
     raise ValueError(f"correct must be a bool or 0/1 numeric array: {e}") from e
   checks.check_same_shape(ids, "answer_ids", corr_arr, "correct")
-  values, n, k, _ = metrics.validate_correct(corr_arr, k)
+  values, n, k, valid = metrics.validate_correct(corr_arr, k, where)
   checks.check_option(tie, "tie", TIE_RULES)
-  return ids, values, n, k
+  return ids, values, n, k, valid
 
 
 def _flat(x: jax.Array) -> jax.Array:
@@ -383,7 +444,12 @@ def _flat(x: jax.Array) -> jax.Array:
 
 
 def maj_at_k(
-  answer_ids: ArrayLike, correct: ArrayLike, k: int, *, tie: str = "uniform"
+  answer_ids: ArrayLike,
+  correct: ArrayLike,
+  k: int,
+  *,
+  tie: str = "uniform",
+  where: ArrayLike | None = None,
 ) -> jax.Array:
   """Unbiased maj@k estimate: the mean over all k-subsets of "the plurality answer is correct".
 
@@ -416,6 +482,12 @@ def maj_at_k(
     correct: ``[..., n]`` bool or {0, 1}: whether each sample's answer is correct.
     k: static int, ``1 <= k <= n``.
     tie: keyword-only, ``"uniform"`` or ``"wrong"``.
+    where: keyword-only, optional bool, broadcastable to ``correct``: the valid
+      samples of each group (ragged groups; README's "Ragged groups").  A
+      group's estimate is that of its m valid samples alone (an invalid sample
+      takes no place in any subset, unlike an abstention), NaN where m < k.  The
+      weights of q = k/m are products of static factors of (c, x) and of m
+      (as mantissas and powers of two), O(nk) per group on top of the DP.
 
   Returns:
     ``[...]`` estimates in [0, 1], in ``correct``'s floating dtype (float32 for
@@ -430,7 +502,10 @@ def maj_at_k(
 
   References: Wang et al. arXiv 2203.11171 (Sec. 2); Tang et al. arXiv 2503.19595.
   """
-  ids, values, n, k = _prepare(answer_ids, correct, k, tie)
+  ids, values, n, k, valid = _prepare(answer_ids, correct, k, tie, where)
+  if valid is not None:
+    factors = _pmf_factors(n, k, values.dtype)
+    return _maj_at_k_ragged(ids, values, valid, factors, k, tie).reshape(ids.shape[:-1])
   pmf = _binomial_pmf_table(n, k, values.dtype)
   return _maj_at_k(ids, values, pmf, k, tie).reshape(ids.shape[:-1])
 
@@ -448,6 +523,22 @@ def _maj_at_k(ids: jax.Array, values: jax.Array, pmf: jax.Array, k: int, tie: st
   return jax.vmap(one)(_flat(ids), _flat(values))
 
 
+@functools.partial(jax.jit, static_argnums=(4, 5))
+def _maj_at_k_ragged(
+  ids: jax.Array, values: jax.Array, valid: jax.Array, factors: _PmfFactors, k: int, tie: str
+) -> jax.Array:
+  n = ids.shape[-1]
+
+  def one(ids_row: jax.Array, v_row: jax.Array, valid_row: jax.Array) -> jax.Array:
+    ids_row, corr_row, m, bad = _valid_only(ids_row, v_row, valid_row)
+    _, counts, corr, _, mixed = _classes(ids_row, corr_row)
+    size = jnp.maximum(m, k)  # groups with m < k are NaN
+    value = _sample_value(counts, corr, _group_pmf(factors, size, values.dtype), n, k, tie, size)
+    return jnp.where(bad | mixed | (m < k), jnp.nan, value)
+
+  return jax.vmap(one)(_flat(ids), _flat(values), _flat(valid))
+
+
 def maj_at_k_advantages(
   answer_ids: ArrayLike,
   correct: ArrayLike,
@@ -455,6 +546,7 @@ def maj_at_k_advantages(
   *,
   tie: str = "uniform",
   baseline: str = "loo_minus_one",
+  where: ArrayLike | None = None,
 ) -> jax.Array:
   """Transformed rewards a_i whose Σ_i a_i ∇log π(y_i) is an unbiased estimate of ∇ maj@k.
 
@@ -491,10 +583,15 @@ def maj_at_k_advantages(
     tie: keyword-only, ``"uniform"`` or ``"wrong"`` (as in :func:`maj_at_k`).
     baseline: keyword-only, one of ``"none"``, ``"loo"``, ``"loo_centered"``,
       ``"loo_minus_one"``.
+    where: keyword-only, optional bool, broadcastable to ``correct``: the valid
+      samples of each group (ragged groups).  Each group's advantages are those
+      of its m valid samples alone (n replaced by m above, as in
+      :func:`maj_at_k`); the others get 0, as do all samples of a group with
+      m < k.
 
   Returns:
     ``[..., n]`` advantages in the caller's sample order; a group that
-    :func:`maj_at_k` makes NaN is all NaN.
+    :func:`maj_at_k` makes NaN is all NaN (its valid samples, with ``where=``).
 
   Raises:
     ValueError: as :func:`maj_at_k`, or an unknown ``baseline``.
@@ -502,8 +599,14 @@ def maj_at_k_advantages(
   References: Wang et al. arXiv 2203.11171; Tang et al. arXiv 2503.19595; Walder &
   Karkhanis, PKPO, arXiv 2505.15201 (Eq. 18-21, 29-30, 33-34).
   """
-  ids, values, n, k = _prepare(answer_ids, correct, k, tie)
+  ids, values, n, k, valid = _prepare(answer_ids, correct, k, tie, where)
   baseline = checks.check_option(baseline, "baseline", MAJ_BASELINES)
+  if valid is not None:
+    # The reductions that depend on k only; those at m == k are made per group.
+    kind = "loo_centered" if baseline == "loo_minus_one" and k == 1 else baseline
+    factors = _pmf_factors(n, k, values.dtype)
+    out = _maj_at_k_advantages_ragged(ids, values, valid, factors, k, kind, tie)
+    return out.reshape(ids.shape)
   kind = advantages.reduced_baseline(baseline, n, k)
   pmf = _binomial_pmf_table(n, k, values.dtype)
   scale = k / (n - 1) if kind == "loo" else k / n
@@ -529,63 +632,118 @@ def _maj_at_k_advantages(
   # vote, read at z^(k−1) ("loo_minus_one") or z^k.  Both use the binomial weights of
   # q = k/n on the n − 1 others (any q gives the same ratio; this one keeps the
   # values in range).
-  removed_degree = k - 1 if kind == "loo_minus_one" else k
-  levels = _levels(n, k, tie, np.dtype(pmf.dtype))
 
   def one(ids_row: jax.Array, v_row: jax.Array) -> jax.Array:
     bad = jnp.any(jnp.isnan(v_row))
     cid, counts, corr, _, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
-    perm, cs, corr_s = _sorted_classes(counts, corr)
-    forced_s = jnp.zeros((n,), pmf.dtype)  # per class, largest first
-    removed_s = jnp.zeros((n,), pmf.dtype)
-    forced_pool = jnp.zeros((), pmf.dtype)  # an abstention's (or small answer's) share
-    removed_pool = jnp.zeros((), pmf.dtype)
-    for level in levels:
-      j_slots, t = level.slots, level.t
-      c = cs[:j_slots]
-      valid = c >= t
-      pool = n - jnp.sum(jnp.where(valid, c, 0))
-      weight = jnp.asarray(level.weight)
-      f, tie_coef = _slot_factors(pmf[c], corr_s[:j_slots], valid, level)
-      (_, deriv_all), (pre, pre_d) = _scan_slots(
-        f, tie_coef, jnp.zeros((k + 1,), pmf.dtype).at[0].set(1), level
-      )
-      _, (suf, suf_d) = _scan_slots(f, tie_coef, pmf[pool], level, reverse=True)
-      # A sample whose answer has a count < t (or no answer) only moves one draw
-      # into or out of the pool: the others' polynomial times pmf[pool − 1].
-      rest = pmf[jnp.maximum(pool - 1, 0)]
-      level_forced_pool = weight @ _coefficient(deriv_all, rest, k - 1)
-      level_removed_pool = weight @ _coefficient(deriv_all, rest, removed_degree)
-      # An answer with its own slot: all-but-one products from the prefix and suffix.
-      less = pmf[jnp.maximum(c - 1, 0)]
-      slot_values = []
-      for rows, degree in ((_shift_right(less), k), (less, removed_degree)):
-        fv, tv = _slot_factors(rows, corr_s[:j_slots], valid, level)
-        a = _times_short(pre_d, fv, level) + tv[:, None, None] * _times_power(pre, t)
-        b = _times_short(pre, fv, level)
-        both = _coefficient(a, suf, degree) + _coefficient(b, suf_d, degree)
-        slot_values.append(jnp.pad(both @ weight, (0, n - j_slots)))
-      in_slot = (jnp.arange(n) < j_slots) & (cs >= t)
-      forced_s += jnp.where(in_slot, slot_values[0], level_forced_pool)
-      removed_s += jnp.where(in_slot, slot_values[1], level_removed_pool)
-      forced_pool += level_forced_pool
-      removed_pool += level_removed_pool
-    forced = jnp.append(jnp.zeros((n,), pmf.dtype).at[perm].set(forced_s), forced_pool)
-    removed = jnp.append(jnp.zeros((n,), pmf.dtype).at[perm].set(removed_s), removed_pool)
-    answered = ids_row >= 0
-    pick = lambda part: jnp.where(answered, part[cid], part[n])  # per sample
-    s_scaled = pick(forced)  # S(i) · (n/k) · pmf[n − 1, k − 1]
-    if kind == "none":
-      a = (k / n) * s_scaled / pmf[n - 1, k - 1]
-    elif kind == "loo_minus_one":
-      # One ratio for both terms: their difference is formed before dividing.
-      a = (k / n) * (s_scaled - pick(removed)) / pmf[n - 1, k - 1]
-    else:
-      s_val = (k / n) * s_scaled / pmf[n - 1, k - 1]
-      a = s_val - scale * pick(removed) / pmf[n - 1, k]
+    a = _advantage_row(ids_row, cid, counts, corr, pmf, n, scale, None, k, kind, tie)
     return jnp.where(bad | mixed, jnp.nan, a)
 
   return jax.vmap(one)(_flat(ids), _flat(values))
+
+
+@functools.partial(jax.jit, static_argnums=(4, 5, 6))
+def _maj_at_k_advantages_ragged(
+  ids: jax.Array,
+  values: jax.Array,
+  valid: jax.Array,
+  factors: _PmfFactors,
+  k: int,
+  kind: str,
+  tie: str,
+) -> jax.Array:
+  # The dense transform of each group's m valid samples: weights of q = k/m, S's
+  # scale k/m and the leave-one-out scale of m; at m == k "loo" and
+  # "loo_centered" are "none" (as the dense reduction at n == k).
+  def one(ids_row: jax.Array, v_row: jax.Array, valid_row: jax.Array) -> jax.Array:
+    ids_row, corr_row, m, bad = _valid_only(ids_row, v_row, valid_row)
+    cid, counts, corr, _, mixed = _classes(ids_row, corr_row)
+    size = jnp.maximum(m, k)
+    pmf = _group_pmf(factors, size, values.dtype)
+    mf = size.astype(values.dtype)
+    scale = k / jnp.maximum(mf - 1, 1) if kind == "loo" else k / mf
+    args = (ids_row, cid, counts, corr, pmf, size, scale, size == k, k)
+    a = _advantage_row(*args, "loo" if kind == "loo_centered" else kind, tie)
+    a = jnp.where(valid_row & (m >= k), a, 0)
+    return jnp.where(valid_row & (bad | mixed), jnp.nan, a)
+
+  return jax.vmap(one)(_flat(ids), _flat(values), _flat(valid))
+
+
+def _advantage_row(
+  ids_row: jax.Array,
+  cid: jax.Array,
+  counts: jax.Array,
+  corr: jax.Array,
+  pmf: jax.Array,
+  size: int | jax.Array,
+  scale: float | jax.Array,
+  plain: jax.Array | None,
+  k: int,
+  kind: str,
+  tie: str,
+) -> jax.Array:
+  """The advantages of one group of ``size`` <= n samples (n = ``ids_row``'s length)
+  from its classes (:func:`_classes`) and the weights ``pmf`` of that size; with
+  ``plain`` True, "loo" gives "none" (no leave-one-out estimate at size == k)."""
+  n = ids_row.shape[0]
+  # S(i) = (k/n) · E[h(J ∪ {i})] over (k−1)-subsets J of the other n − 1 samples: the
+  # DP of the other samples with one vote forced for i's answer (its row shifted by
+  # one draw), read at z^k.  The leave-one-out values are the same DP without that
+  # vote, read at z^(k−1) ("loo_minus_one") or z^k.  Both use the binomial weights of
+  # q = k/n on the n − 1 others (any q gives the same ratio; this one keeps the
+  # values in range).  Here n is the group's size.
+  removed_degree = k - 1 if kind == "loo_minus_one" else k
+  levels = _levels(n, k, tie, np.dtype(pmf.dtype))
+  perm, cs, corr_s = _sorted_classes(counts, corr)
+  forced_s = jnp.zeros((n,), pmf.dtype)  # per class, largest first
+  removed_s = jnp.zeros((n,), pmf.dtype)
+  forced_pool = jnp.zeros((), pmf.dtype)  # an abstention's (or small answer's) share
+  removed_pool = jnp.zeros((), pmf.dtype)
+  for level in levels:
+    j_slots, t = level.slots, level.t
+    c = cs[:j_slots]
+    valid = c >= t
+    pool = size - jnp.sum(jnp.where(valid, c, 0))
+    weight = jnp.asarray(level.weight)
+    f, tie_coef = _slot_factors(pmf[c], corr_s[:j_slots], valid, level)
+    (_, deriv_all), (pre, pre_d) = _scan_slots(
+      f, tie_coef, jnp.zeros((k + 1,), pmf.dtype).at[0].set(1), level
+    )
+    _, (suf, suf_d) = _scan_slots(f, tie_coef, pmf[pool], level, reverse=True)
+    # A sample whose answer has a count < t (or no answer) only moves one draw
+    # into or out of the pool: the others' polynomial times pmf[pool − 1].
+    rest = pmf[jnp.maximum(pool - 1, 0)]
+    level_forced_pool = weight @ _coefficient(deriv_all, rest, k - 1)
+    level_removed_pool = weight @ _coefficient(deriv_all, rest, removed_degree)
+    # An answer with its own slot: all-but-one products from the prefix and suffix.
+    less = pmf[jnp.maximum(c - 1, 0)]
+    slot_values = []
+    for rows, degree in ((_shift_right(less), k), (less, removed_degree)):
+      fv, tv = _slot_factors(rows, corr_s[:j_slots], valid, level)
+      a = _times_short(pre_d, fv, level) + tv[:, None, None] * _times_power(pre, t)
+      b = _times_short(pre, fv, level)
+      both = _coefficient(a, suf, degree) + _coefficient(b, suf_d, degree)
+      slot_values.append(jnp.pad(both @ weight, (0, n - j_slots)))
+    in_slot = (jnp.arange(n) < j_slots) & (cs >= t)
+    forced_s += jnp.where(in_slot, slot_values[0], level_forced_pool)
+    removed_s += jnp.where(in_slot, slot_values[1], level_removed_pool)
+    forced_pool += level_forced_pool
+    removed_pool += level_removed_pool
+  forced = jnp.append(jnp.zeros((n,), pmf.dtype).at[perm].set(forced_s), forced_pool)
+  removed = jnp.append(jnp.zeros((n,), pmf.dtype).at[perm].set(removed_s), removed_pool)
+  answered = ids_row >= 0
+  pick = lambda part: jnp.where(answered, part[cid], part[n])  # per sample
+  s_scaled = pick(forced)  # S(i) · (size/k) · pmf[size − 1, k − 1]
+  share = k / size  # k/n, or k/m per group
+  if kind == "none":
+    return share * s_scaled / pmf[size - 1, k - 1]
+  if kind == "loo_minus_one":
+    # One ratio for both terms: their difference is formed before dividing.
+    return share * (s_scaled - pick(removed)) / pmf[size - 1, k - 1]
+  s_val = share * s_scaled / pmf[size - 1, k - 1]
+  a = s_val - scale * pick(removed) / pmf[size - 1, k]
+  return a if plain is None else jnp.where(plain, s_val, a)
 
 
 def _shift_right(rows: jax.Array) -> jax.Array:

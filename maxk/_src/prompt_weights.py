@@ -37,6 +37,7 @@ import numpy.typing as npt
 from maxk._src import advantages
 from maxk._src import checks
 from maxk._src import metrics
+from maxk._src import ragged
 
 #: The ``baseline`` options of :func:`success_objective_advantages` (the unbiased ones
 #: of :func:`maxk.max_at_k_advantages`).
@@ -226,6 +227,28 @@ def _stacked_tables(n: int, size: int, baseline: str) -> np.ndarray:
   return out
 
 
+@functools.lru_cache(maxsize=16)
+def _ragged_stacked_tables(n: int, size: int, baseline: str) -> np.ndarray:
+  """[n + 1, size, 2, n + 1] float64: row m is :func:`_stacked_tables` of a group
+  of m valid samples (counts c = 0..m), 0 for m < size (too few samples)."""
+  out = np.zeros((n + 1, size, 2, n + 1))
+  for m in range(size, n + 1):
+    out[m, :, :, : m + 1] = _stacked_tables(m, size, baseline)
+  return out
+
+
+@functools.lru_cache(maxsize=64)
+def _ragged_combined_operand(
+  n: int, coefficients: tuple[float, ...], baseline: str, dtype: DTypeLike
+) -> np.ndarray:
+  """[n + 1, 2, n + 1]: :func:`_combined_operand` of each group size m (0 for m < J)."""
+  out = np.zeros((n + 1, 2, n + 1))
+  c = np.asarray(coefficients)
+  for m in range(len(coefficients), n + 1):
+    out[m, :, : m + 1] = np.tensordot(c, _stacked_tables(m, len(coefficients), baseline), 1)
+  return np.asarray(out, np.dtype(dtype))
+
+
 @functools.lru_cache(maxsize=256)
 def _combined_operand(
   n: int, coefficients: tuple[float, ...], baseline: str, dtype: DTypeLike
@@ -264,6 +287,7 @@ def success_objective_advantages(
   coefficients: npt.ArrayLike | jax.Array,
   *,
   baseline: str = "loo_minus_one",
+  where: ArrayLike | None = None,
 ) -> jax.Array:
   """Unbiased advantages for f(p) = Σ_{j=1}^{J} coefficients[j−1] · pass@j(p).
 
@@ -323,20 +347,37 @@ def success_objective_advantages(
       cached per (n, coefficients, baseline, dtype); a traced array is allowed.
     baseline: keyword-only, one of ``"none"``, ``"loo"``, ``"loo_centered"``,
       ``"loo_minus_one"``.
+    where: keyword-only, optional bool, broadcastable to ``correct``: the valid
+      samples of each group (ragged groups; README's "Ragged groups").  Each
+      group's advantages are those of its m valid samples alone (the table of
+      group size m, indexed by (outcome, c)); the other samples get 0, as do all
+      samples of a group with m < J (no pass@J estimate from fewer than J
+      samples).  The tables of every m <= n cost O(n² J) host work once per
+      (n, coefficients, baseline) (a [n + 1, J, 2, n + 1] float64 table for
+      traced coefficients).
 
   Returns:
     ``[..., n]`` advantages in ``correct``'s float dtype (float32 for bool/int
-    input).  A group with a non-finite entry is all NaN.  Cost: O(n) per group,
-    plus O(n J) host work once per (n, J, baseline) for the tables.
+    input).  A group with a non-finite (valid) entry is all NaN (its valid
+    entries, with ``where=``).  Cost: O(n) per group, plus O(n J) host work once
+    per (n, J, baseline) for the tables.
 
   Raises:
     ValueError: ``correct`` without samples or (concrete) not {0, 1}; bad
       ``coefficients`` (not 1-D real, length outside [1, n], or concrete and not
       finite); unknown ``baseline``.
   """
-  values, n, _, _ = metrics.validate_correct(correct, 1)
+  values, n, _, valid = metrics.validate_correct(correct, 1, where)
   baseline = checks.check_option(baseline, "baseline", SUCCESS_BASELINES)
   c = _check_coefficients(coefficients, n)
+  if valid is not None:
+    tables: jax.Array | np.ndarray
+    if isinstance(c, np.ndarray):
+      tables = _ragged_combined_operand(n, tuple(c.tolist()), baseline, values.dtype)
+    else:
+      stacked = _ragged_stacked_tables(n, c.shape[0], baseline).astype(values.dtype)
+      tables = jnp.einsum("j,mjoc->moc", c.astype(values.dtype), stacked)
+    return _apply_ragged_table(values, valid, tables)
   if isinstance(c, np.ndarray):
     table: jax.Array | np.ndarray = _combined_operand(n, tuple(c.tolist()), baseline, values.dtype)
   else:
@@ -351,3 +392,11 @@ def _apply_table(values: jax.Array, table: jax.Array) -> jax.Array:
   out = jnp.where(values == 1, table[0, index][..., None], table[1, index][..., None])
   # A non-finite entry makes its whole group NaN.
   return jnp.where(jnp.all(jnp.isfinite(values), axis=-1, keepdims=True), out, jnp.nan)
+
+
+@jax.jit
+def _apply_ragged_table(values: jax.Array, valid: jax.Array, tables: jax.Array) -> jax.Array:
+  # The table of each group's size m, at its count c of correct valid samples.
+  finite, m, c = ragged.count_correct(values, valid)
+  out = jnp.where(values == 1, tables[m, 0, c][..., None], tables[m, 1, c][..., None])
+  return jnp.where(valid, jnp.where(finite[..., None], out, jnp.nan), 0)

@@ -68,6 +68,17 @@ def count(valid: jax.Array) -> jax.Array:
   return jnp.sum(valid, axis=-1, keepdims=True, dtype=jnp.int32)
 
 
+def count_correct(values: jax.Array, valid: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """(finite, m, c) per group of {0, 1} ``values``: whether its valid entries are
+  finite, its number m of valid samples and the number c of correct ones among
+  them (int32 ``[...]``, c the rounded count clipped to [0, m])."""
+  finite = jnp.all(jnp.isfinite(values) | ~valid, axis=-1)
+  m = jnp.sum(valid, axis=-1, dtype=jnp.int32)
+  total = jnp.sum(jnp.where(valid, jnp.nan_to_num(values), 0), axis=-1)
+  c = jnp.clip(jnp.round(total), 0, m).astype(jnp.int32)
+  return finite, m, c
+
+
 def positions(shape: tuple[int, ...]) -> jax.Array:
   """t = 1..n along the last axis (1-based sorted positions), int32 of ``shape``."""
   return jax.lax.broadcasted_iota(jnp.int32, shape, len(shape) - 1) + 1
@@ -298,10 +309,16 @@ def split(values: np.ndarray, dtype: jnp.dtype) -> tuple[jax.Array, jax.Array]:
   """float64 ``values`` as hi + lo in ``dtype`` (hi rounded, lo the remainder), so that
   differences of nearby entries keep the float64 accuracy (hi − hi is exact by
   Sterbenz's lemma where it matters)."""
+  hi, lo = split_host(values, dtype)
+  return jnp.asarray(hi), jnp.asarray(lo)
+
+
+def split_host(values: np.ndarray, dtype: jnp.dtype) -> tuple[np.ndarray, np.ndarray]:
+  """:func:`split` as host (NumPy) arrays, to cache and pass to a compiled kernel."""
   values = np.asarray(values, np.float64)
   hi = values.astype(dtype)
   lo = (values - hi.astype(np.float64)).astype(dtype)
-  return jnp.asarray(hi), jnp.asarray(lo)
+  return hi, lo
 
 
 def split_difference(

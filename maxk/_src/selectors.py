@@ -113,6 +113,8 @@ def _class_sums(first: jax.Array, end: jax.Array, x: jax.Array) -> jax.Array:
     flag_a, sum_a, err_a = a
     flag_b, sum_b, err_b = b
     total, err = sorted_kernels.two_sum((sum_a, err_a), (sum_b, err_b))
+    # An infinite sum has no rounding error to carry (TwoSum's would be inf − inf).
+    err = jnp.where(jnp.isfinite(total), err, 0)
     return flag_a | flag_b, jnp.where(flag_b, sum_b, total), jnp.where(flag_b, err_b, err)
 
   _, sums, errs = lax.associative_scan(combine, (flags, x, jnp.zeros_like(x)), axis=x.ndim - 2)
@@ -176,7 +178,10 @@ def selected_at_k(
     scores: ``[..., n]`` selector scores; only their order and ties matter (±inf
       allowed).
     rewards: ``[..., n]`` true rewards, same shape.  Infinite rewards follow IEEE
-      arithmetic as in :func:`maxk.max_at_k` (a class holding +inf and −inf is NaN).
+      arithmetic as in :func:`maxk.max_at_k`: the estimate is NaN only where
+      inf − inf arises in the mean over subsets (a k-subset whose top-score
+      samples hold +inf and −inf, or subsets with h = +inf and others with
+      h = −inf); a score class that tops no k-subset does not enter.
     k: static int, ``1 <= k <= n``.
     where: keyword-only, optional bool, broadcastable to ``scores``: the valid
       samples of each group (ragged groups); the estimate of a group is that of
@@ -213,13 +218,24 @@ def _class_means(classes: _Classes, r_sorted: jax.Array) -> jax.Array:
   return classes.segment_sum(r_sorted[..., None])[..., 0] / classes.size
 
 
+def _top_weighted_sum(rbar: jax.Array, weights: jax.Array, top: jax.Array) -> jax.Array:
+  """Σ_j w_j r̄_(c(j)) over the positions that top some k-subset (``top``).
+
+  A class that tops no k-subset does not enter, so its mean (NaN where it holds
+  +inf and −inf rewards) cannot make the estimate NaN; a class that does enter
+  with both is NaN, as the mean over subsets then holds inf − inf.
+  """
+  rbar = jnp.where(top, rbar, 0)
+  return sorted_kernels.rank_weighted_sum(rbar, weights, top, jnp.zeros_like(top))
+
+
 @jax.jit
 def _selected_at_k(
   scores: jax.Array, rewards: jax.Array, weights: jax.Array, top: jax.Array
 ) -> jax.Array:
   s_sorted, r_sorted, _ = sorting.sort_last(scores, rewards)
   rbar = _class_means(_score_classes(s_sorted), r_sorted)
-  estimate = sorted_kernels.rank_weighted_sum(rbar, weights, top, jnp.zeros_like(top))
+  estimate = _top_weighted_sum(rbar, weights, top)
   bad = jnp.any(jnp.isnan(scores) | jnp.isnan(rewards), axis=-1)
   return jnp.where(bad, jnp.nan, estimate)
 
@@ -236,7 +252,7 @@ def _selected_at_k_ragged(
   rbar = _class_means(_score_classes(s_sorted, boundary), r_sorted)
   weights = ragged.max_weights(n, k, m, scores.dtype)
   top = inside & (ragged.positions(scores.shape) >= k)
-  estimate = sorted_kernels.rank_weighted_sum(rbar, weights, top, jnp.zeros_like(top))
+  estimate = _top_weighted_sum(rbar, weights, top)
   estimate = jnp.where(m[..., 0] >= k, estimate, jnp.nan)
   bad = jnp.any((jnp.isnan(scores) | jnp.isnan(rewards)) & valid, axis=-1)
   return jnp.where(bad, jnp.nan, estimate)
@@ -282,7 +298,12 @@ def _operands(n: int, k: int, kind: str, dtype: DTypeLike) -> _Coefficients:
 
 
 def selected_at_k_advantages(
-  scores: ArrayLike, rewards: ArrayLike, k: int, *, baseline: str = "loo_minus_one"
+  scores: ArrayLike,
+  rewards: ArrayLike,
+  k: int,
+  *,
+  baseline: str = "loo_minus_one",
+  where: ArrayLike | None = None,
 ) -> jax.Array:
   """Transformed rewards a_i whose Σ_i a_i ∇log π(y_i) estimates ∇ selected@k.
 
@@ -336,11 +357,18 @@ def selected_at_k_advantages(
     rewards: ``[..., n]`` finite true rewards, same shape.
     k: static int, ``1 <= k <= n``.
     baseline: one of :data:`maxk.BASELINES`.
+    where: keyword-only, optional bool, broadcastable to ``scores``: the valid
+      samples of each group (ragged groups; README's "Ragged groups").  Each
+      group's advantages are those of its m valid samples alone (n replaced by
+      m above, with the coefficients of :func:`maxk.max_at_k_advantages`'s
+      ``where=``, gathered per group); the others get 0, as do all samples of a
+      group with m < k.
 
   Returns:
     ``[..., n]`` transformed rewards in the caller's sample order.  A NaN score,
     or a NaN or infinite reward, makes its group's advantages NaN (other groups
-    are unaffected).  Ragged groups (``where=``) are not supported.
+    are unaffected; with ``where=``, only valid samples count and only they
+    become NaN).
 
   Raises:
     ValueError: bad ``k``, unknown ``baseline``, or shapes that differ.
@@ -351,6 +379,9 @@ def selected_at_k_advantages(
   n = s.shape[-1]
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
   baseline = checks.check_option(baseline, "baseline", advantages.BASELINES)
+  valid = ragged.as_valid(where, s.shape)
+  if valid is not None:
+    return _selected_at_k_advantages_ragged(s, r, valid, k, baseline)
   kind = advantages.reduced_baseline(baseline, n, k)
   coeffs = _operands(n, k, "none" if kind == "mean_std" else kind, s.dtype)
   loo_shift = k / n - k / (n - 1) if kind == "loo" else 0.0
@@ -406,6 +437,91 @@ def _selected_at_k_advantages(
   out = sorting.unsort_last(a_sorted, order)
   bad = jnp.any(jnp.isnan(scores) | ~jnp.isfinite(rewards), axis=-1, keepdims=True)
   return jnp.where(bad, jnp.nan, out)
+
+
+def _shifted(table: ragged.Pow2) -> ragged.Pow2:
+  """``table`` over positions t moved up by one: entry t holds entry t − 1 (0 at t = 1)."""
+  return ragged.Pow2(
+    np.concatenate([[0.0], table.mant[:-1]]), np.concatenate([[0], table.exp[:-1]]).astype(np.int32)
+  )
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _selected_at_k_advantages_ragged(
+  scores: jax.Array, rewards: jax.Array, valid: jax.Array, k: int, baseline: str
+) -> jax.Array:
+  # The dense kernel with n replaced by each group's m: d, u − v and p are
+  # max_at_k_advantages' ragged coefficients, u = C(j−2, k−2)/C(m, k) and v the
+  # leave-one-out baseline's coefficient of the samples above, λ C(j−2, k−1)/C(m−1, k)
+  # (λ = k/(m−1) or k/m), from static factors of j and m; at m == k "loo" and
+  # "loo_centered" are "none" (v = 0), as the dense reduction at n == k.
+  n, dtype = scores.shape[-1], scores.dtype
+  s_sorted, r_sorted, order, m, inside = ragged.sort_valid(scores, valid, rewards)
+  kind = baseline
+  if baseline == "leave_two_out" or (baseline == "loo_minus_one" and k == 1):
+    kind = "loo_centered"
+  transform = "none" if kind == "mean_std" else kind
+  coeffs = ragged.max_transform(n, k, transform, m, dtype)
+  tables = ragged.max_tables(n, k)
+  zero = jnp.zeros(s_sorted.shape, dtype)
+  u = jnp.where(inside, ragged.product(tables.suffix, tables.inv, m, dtype), 0) if k >= 2 else zero
+  if transform == "none":
+    v = zero
+  elif transform == "loo_minus_one":
+    v = u
+  else:
+    scale = tables.loo_prefix if transform == "loo" else tables.centred_prefix
+    v = jnp.where(inside, ragged.product(_shifted(tables.diag), scale, m, dtype), 0)
+  if kind == "none":
+    shift = jnp.zeros_like(r_sorted[..., :1])
+  else:
+    top = jnp.max(jnp.where(inside, r_sorted, -jnp.inf), axis=-1, keepdims=True)
+    shift = sorted_kernels.finite_or_zero(top)
+  x = jnp.where(inside, r_sorted - shift, 0)
+  boundary = jnp.concatenate(
+    [jnp.zeros_like(inside[..., :1]), inside[..., 1:] != inside[..., :-1]], -1
+  )
+  classes = _score_classes(s_sorted, boundary)
+  pos = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 1)
+  above_start = pos > classes.start
+  terms = jnp.stack(
+    [
+      jnp.where(above_start, (classes.end - pos).astype(dtype) * u, 0),
+      jnp.where(above_start, v, 0),
+      x,
+    ],
+    axis=-1,
+  )
+  sum_u, sum_v, total = jnp.moveaxis(classes.segment_sum(terms), -1, 0)
+  size = classes.size
+  rbar = total / size
+  d_start = _gather(coeffs.diag, classes.start)
+  if kind == "loo_minus_one":
+    kappa = d_start
+  else:
+    kappa = _gather(coeffs.diag, classes.end) - sum_v
+  several = size > 1
+  gamma = d_start + jnp.where(several, (sum_u + sum_v) / jnp.where(several, size - 1, 1), 0)
+  above = _gather(sorted_kernels.exclusive_suffix_sum(coeffs.suffix * rbar), classes.end)
+  below = _gather(sorted_kernels.exclusive_prefix_sum(coeffs.prefix * rbar), classes.start)
+  a_sorted = kappa * rbar + gamma * (x - rbar) + above - below
+  if kind == "mean_std":
+    a_sorted = sorted_kernels.zscore(a_sorted, eps=_STD_EPS, valid=inside)
+  elif kind in ("loo", "loo_centered"):
+    # At m == k these are S, which moves by the shift (every S(i) by shift·k/m);
+    # "loo" moves by shift·(k/m − k/(m−1)) for m > k.
+    mf = m.astype(dtype)
+    moved = jnp.where(m == k, 1.0, 0.0)
+    if kind == "loo":
+      moved = moved + jnp.where(m > k, k / mf - k / jnp.maximum(mf - 1, 1), 0)
+    a_sorted = a_sorted + shift * moved
+  a_sorted = jnp.where(inside & (m >= k), a_sorted, 0)
+  out = sorting.unsort_last(a_sorted, order)
+  # A NaN makes its group NaN (as ragged.nan_group); an infinite reward does so
+  # where the dense call of the valid samples exists (m >= k).
+  nan = jnp.any((jnp.isnan(scores) | jnp.isnan(rewards)) & valid, axis=-1, keepdims=True)
+  inf = jnp.any(jnp.isinf(rewards) & valid, axis=-1, keepdims=True) & (m >= k)
+  return jnp.where((nan | inf) & valid, jnp.nan, out)
 
 
 # ----------------------------------------------------------------------------

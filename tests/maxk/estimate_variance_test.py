@@ -200,3 +200,29 @@ def test_x64_accuracy_against_exact_rational(n):
     with jax.enable_x64(True):
       got = float(maxk.max_at_k_variance(r.astype(np.float64), k))
     assert abs(got - want) <= 1e-13 * want, (k, got, want)
+
+
+def test_k_or_more_neg_inf_rewards_give_inf_as_the_limit_of_the_definition():
+  """With ties above them, two -inf rewards gave NaN (0 · inf) at k = 1, 2.
+
+  The definition M̂² − T has inf − inf there; with the -inf rewards replaced by
+  -L it grows like L² for k <= 2 (so the limit is +inf) and does not depend on L
+  for k > 2 (every k-subset then has a finite maximum).
+  """
+  inf = np.inf
+  r = np.array([-inf, -inf, 1, 0.5, 2, -1.41, -1, 2, -1], np.float32)
+  curve = np.asarray(maxk.max_at_k_curve_variance(r))
+  ragged = np.asarray(maxk.max_at_k_curve_variance(r, where=np.ones(9, bool)))
+  for k in (1, 2, 3, 4):
+    single = float(maxk.max_at_k_variance(r, k))
+    masked = float(maxk.max_at_k_variance(r, k, where=np.ones(9, bool)))
+    by_l = [ev.max_at_k_variance(np.where(np.isinf(r), -big, r), k) for big in (1e2, 1e4, 1e6)]
+    if k <= 2:
+      assert 0 < by_l[0] < by_l[1] < by_l[2] and by_l[2] > 1e3 * by_l[1]
+      assert single == masked == curve[k - 1] == ragged[k - 1] == np.inf
+    else:
+      np.testing.assert_allclose(by_l[:2], by_l[2], rtol=1e-12)
+      for got in (single, masked, curve[k - 1], ragged[k - 1]):
+        np.testing.assert_allclose(got, by_l[2], rtol=1e-5)
+  # A group of -inf rewards only: every k-subset has the same maximum, variance 0.
+  assert float(maxk.max_at_k_variance(np.full(4, -inf, np.float32), 2)) == 0.0

@@ -60,6 +60,35 @@ _SPECS = [
     )
     for b in ("none", "loo", "loo_centered")
   ],
+  *[
+    _spec(
+      f"selected_at_k_advantages_k{k}_{b}",
+      # Scores with ties across different rewards; masked scores are junk too.
+      lambda x, k=k, b=b, where=None: maxk.selected_at_k_advantages(
+        jnp.floor(x), x, k, baseline=b, where=where
+      ),
+      k,
+      "advantage",
+    )
+    for k, b in [(3, b) for b in maxk.BASELINES] + [(1, "loo"), (1, "loo_minus_one")]
+  ],
+  *[
+    _spec(
+      f"success_objective_advantages_{b}",
+      _P(maxk.success_objective_advantages, coefficients=(1.0, -2.0, 0.5), baseline=b),
+      3,
+      "advantage",
+      True,
+    )
+    for b in ("none", "loo", "loo_centered", "loo_minus_one")
+  ],
+  _spec(
+    "success_objective_advantages_pass1",
+    _P(maxk.success_objective_advantages, coefficients=(2.0,), baseline="loo"),
+    1,
+    "advantage",
+    True,
+  ),
   _spec("grpo", maxk.grpo_advantages, 1, "advantage"),
   _spec("grpo_ddof1", _P(maxk.grpo_advantages, std_ddof=1, eps=0.0), 1, "advantage"),
   _spec("rloo", maxk.rloo_advantages, 2, "advantage"),
@@ -164,6 +193,12 @@ def test_masked_values_do_not_matter_and_nan_stays_in_its_group(fn, need, kind, 
     (maxk.grpo_advantages, 1),
     (maxk.rloo_advantages, 2),
     (_P(maxk.max_at_k, k=2), 2),
+    (lambda x, where=None: maxk.max_at_k_curve(x, where=where)[..., 1], 2),
+    (lambda x, where=None: maxk.max_at_k_curve_variance(x, where=where)[..., 0], 2),
+    (
+      lambda x, where=None: maxk.selected_at_k_advantages(jnp.floor(x), x, 2, where=where),
+      2,
+    ),
   ],
 )
 def test_gradients_equal_those_of_the_compacted_call(fn, need):
@@ -325,29 +360,129 @@ def test_rank_objectives_use_the_tables_of_each_group_size():
     assert abs(estimate[b] - want_u) <= 1e-6 * abs(want_u)
 
 
-# Group-wise functions without where= yet (README's "Ragged groups" names them): their
-# ragged forms need per-size curves or per-size counting, not built yet.
-WITHOUT_WHERE = frozenset(
-  {
-    "selected_at_k_advantages",
-    "maj_at_k",
-    "maj_at_k_advantages",
-    "pass_at_k_curve",
-    "max_at_k_curve",
-    "pass_at_k_curve_variance",
-    "max_at_k_curve_variance",
-    "pass_hat_k_curve",
-    "success_objective_advantages",
-  }
-)
+# (curve over k, needs two samples per k (the variances), binary input).
+_CURVES = [
+  pytest.param(maxk.pass_at_k_curve, False, True, id="pass_at_k_curve"),
+  pytest.param(maxk.pass_hat_k_curve, False, True, id="pass_hat_k_curve"),
+  pytest.param(maxk.max_at_k_curve, False, False, id="max_at_k_curve"),
+  pytest.param(maxk.pass_at_k_curve_variance, True, True, id="pass_at_k_curve_variance"),
+  pytest.param(maxk.max_at_k_curve_variance, True, False, id="max_at_k_curve_variance"),
+]
+
+
+def _compacted_curve(fn, x, valid, pairs):
+  """The dense curve of each group's m valid samples, NaN at every k it lacks."""
+  n = x.shape[-1]
+  out = np.full((x.shape[0], n // 2 if pairs else n), np.nan)
+  for b in range(x.shape[0]):
+    if valid[b].sum() >= (2 if pairs else 1):
+      dense = np.asarray(fn(x[b][valid[b]]), np.float64)
+      out[b, : dense.shape[-1]] = dense
+  return out
+
+
+@pytest.mark.parametrize("fn, pairs, binary", _CURVES)
+def test_each_group_curve_equals_the_dense_curve_of_its_valid_samples(fn, pairs, binary):
+  x, valid = _inputs(binary, seed=50, shape=(14, 7))
+  if not binary:  # infinite rewards follow the dense call too
+    x[0, :2] = -np.inf
+    x[1, 3] = np.inf
+    x[2, :3] = -np.inf
+  with np.errstate(invalid="ignore"):
+    want = _compacted_curve(fn, x, valid, pairs)
+  got = np.asarray(fn(x, where=valid), np.float64)
+  np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+  jitted = np.asarray(jax.jit(lambda v, w: fn(v, where=w))(x, valid), np.float64)
+  np.testing.assert_allclose(jitted, got, rtol=1e-6, atol=1e-7)
+  x2, valid2 = x.reshape(2, 7, -1), valid.reshape(2, 7, -1)
+  mapped = jax.vmap(lambda v, w: fn(v, where=w))(x2, valid2)
+  np.testing.assert_allclose(np.asarray(mapped).reshape(got.shape), got, rtol=1e-6, atol=1e-7)
+  # All valid is the dense call (where=None is the dense path, unchanged).
+  np.testing.assert_allclose(
+    np.asarray(fn(x, where=np.ones(7, bool))), np.asarray(fn(x)), rtol=2e-6, atol=2e-6
+  )
+  # Masked values do not matter; a NaN among the valid samples makes its group NaN only.
+  junk = np.where(valid, x, np.float32(np.nan))
+  np.testing.assert_array_equal(np.asarray(fn(junk, where=valid)), got.astype(np.float32))
+  row = 13
+  poisoned = x.copy()
+  poisoned[row, np.flatnonzero(valid[row])[0]] = np.nan
+  out = np.asarray(fn(poisoned, where=valid))
+  assert np.all(np.isnan(out[row]))
+  np.testing.assert_array_equal(out[:row], got[:row].astype(np.float32))
+  with pytest.raises(ValueError, match="where of shape"):
+    fn(x, where=np.ones((3, 7), bool))
+  with pytest.raises(ValueError, match="where must be a bool array"):
+    fn(x, where=valid.astype(np.int32))
+
+
+def test_success_objective_advantages_with_traced_coefficients():
+  x, valid = _inputs(True, seed=60)
+  coefficients = np.array([1.0, -2.0, 0.5], np.float32)
+  host = maxk.success_objective_advantages(x, coefficients, where=valid)
+  traced = jax.jit(lambda c: maxk.success_objective_advantages(x, c, where=valid))(coefficients)
+  np.testing.assert_allclose(np.asarray(traced), np.asarray(host), rtol=1e-5, atol=1e-6)
+
+
+def _majority_inputs(seed, shape=(9, 6)):
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(-1, 3, size=shape)  # -1: abstentions
+  correct = ids == 1
+  valid = rng.random(shape) < 0.6
+  for m in range(shape[-1] + 1):
+    valid[m] = False
+    valid[m, rng.permutation(shape[-1])[:m]] = True
+  return ids, correct, valid
+
+
+@pytest.mark.parametrize("k, tie", [(1, "uniform"), (3, "uniform"), (2, "wrong")])
+def test_majority_vote_equals_the_dense_call_on_the_valid_samples(k, tie):
+  ids, correct, valid = _majority_inputs(70 + k)
+  got = np.asarray(maxk.maj_at_k(ids, correct, k, tie=tie, where=valid), np.float64)
+  for g in range(ids.shape[0]):
+    v = valid[g]
+    want = float(maxk.maj_at_k(ids[g][v], correct[g][v], k, tie=tie)) if v.sum() >= k else np.nan
+    np.testing.assert_allclose(got[g], want, rtol=2e-6, atol=2e-6, err_msg=f"group {g}")
+  jitted = jax.jit(lambda i, c, w: maxk.maj_at_k(i, c, k, tie=tie, where=w))(ids, correct, valid)
+  np.testing.assert_allclose(np.asarray(jitted), got, rtol=1e-6, atol=1e-7)
+  mapped = jax.vmap(lambda i, c, w: maxk.maj_at_k(i, c, k, tie=tie, where=w))(
+    ids.reshape(3, 3, -1), correct.reshape(3, 3, -1), valid.reshape(3, 3, -1)
+  )
+  np.testing.assert_allclose(np.asarray(mapped).reshape(got.shape), got, rtol=1e-6, atol=1e-7)
+  for baseline in ("none", "loo", "loo_centered", "loo_minus_one"):
+    fn = functools.partial(maxk.maj_at_k_advantages, k=k, tie=tie, baseline=baseline)
+    got_a = np.asarray(fn(ids, correct, where=valid), np.float64)
+    want_a = np.zeros(ids.shape)
+    for g in range(ids.shape[0]):
+      v = valid[g]
+      if v.sum() >= k:
+        want_a[g, v] = np.asarray(fn(ids[g][v], correct[g][v]))
+    np.testing.assert_allclose(got_a, want_a, rtol=2e-6, atol=2e-6, err_msg=baseline)
+    assert np.all(got_a[~valid] == 0)
+
+
+def test_majority_vote_masked_values_do_not_matter_and_nan_stays_in_its_group():
+  ids, correct, valid = _majority_inputs(80)
+  values = correct.astype(np.float32)
+  base = np.asarray(maxk.maj_at_k_advantages(ids, values, 2, where=valid))
+  junk_ids = np.where(valid, ids, 7)  # a masked sample joins no answer
+  junk = np.where(valid, values, np.float32(np.nan))
+  np.testing.assert_array_equal(
+    np.asarray(maxk.maj_at_k_advantages(junk_ids, junk, 2, where=valid)), base
+  )
+  row = 8
+  poisoned = values.copy()
+  poisoned[row, np.flatnonzero(valid[row])[0]] = np.nan
+  out = np.asarray(maxk.maj_at_k_advantages(ids, poisoned, 2, where=valid))
+  assert np.all(np.isnan(out[row][valid[row]])) and np.all(out[row][~valid[row]] == 0)
+  np.testing.assert_array_equal(out[:row], base[:row])
+  assert np.isnan(float(maxk.maj_at_k(ids, poisoned, 2, where=valid)[row]))
+  with pytest.raises(ValueError, match="where of shape"):
+    maxk.maj_at_k(ids, values, 2, where=np.ones((2, 6), bool))
 
 
 def test_every_group_wise_function_takes_where_keyword_only():
-  assert WITHOUT_WHERE <= nan_groups_test.GROUP_WISE
   for name in sorted(nan_groups_test.GROUP_WISE):
-    if name in WITHOUT_WHERE:
-      assert "where" not in inspect.signature(getattr(maxk, name)).parameters, name
-      continue
     param = inspect.signature(getattr(maxk, name)).parameters.get("where")
     assert param is not None, f"{name} takes no where="
     assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is None, name

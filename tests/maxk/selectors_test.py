@@ -161,6 +161,32 @@ def test_selected_at_k_matches_subsets(n):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"k={k}")
 
 
+@pytest.mark.parametrize(
+  "scores, rewards",
+  [
+    # The +inf and -inf rewards share a score class that tops no 8-subset.
+    ([1, 0.18, 2.74, 1, 1, 1, 3, 1, 3], [0, 2, -1.96, -0.43, np.inf, -np.inf, -1, -0.5, 0.33]),
+    # One +inf in a class of finite rewards (its TwoSum error was inf − inf).
+    ([1, 1, 0, 2, 0], [np.inf, 0, 1, -1, 3]),
+    ([0, 1, 1, 2, 2, 2], [5, -np.inf, 1, np.inf, 0, 2]),
+  ],
+)
+def test_selected_at_k_infinite_rewards_are_nan_only_where_the_subsets_give_inf_minus_inf(
+  scores, rewards
+):
+  s, r = np.array(scores, np.float64), np.array(rewards, np.float64)
+  n = len(s)
+  for k in range(1, n + 1):
+    with np.errstate(invalid="ignore"):
+      want = _sel(s, r, k)  # float64 over all k-subsets, NaN where inf − inf arises
+    for where in (None, np.ones(n, bool)):
+      got = float(maxk.selected_at_k(s.astype(np.float32), r.astype(np.float32), k, where=where))
+      if np.isnan(want) or np.isinf(want):
+        assert got == want or (np.isnan(got) and np.isnan(want)), (k, got, want)
+      else:
+        assert got == pytest.approx(want, rel=1e-5, abs=1e-6), (k, got, want)
+
+
 def test_selected_at_k_equals_max_at_k_when_scores_are_rewards():
   rng = np.random.default_rng(0)
   r = rng.integers(-2, 3, size=(50, 9)).astype(np.float32)  # Many ties.
