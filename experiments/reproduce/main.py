@@ -6,8 +6,8 @@ page (index.md and index.html) showing every figure and the key tables with one
 line of explanation each.
 
 Usage:
-  python -m experiments.reproduce --workdir=out/reproduce     # about 3 minutes
-  python -m experiments.reproduce --workdir=/tmp/r --smoke   # tiny sizes, about 1.5 minutes
+  python -m experiments.reproduce --workdir=out/reproduce     # about 5 minutes
+  python -m experiments.reproduce --workdir=/tmp/r --smoke   # tiny sizes, about 1.6 minutes
 
 (on 2 idle CPU cores, as measured for each stage's expected_s in stages.py; a
 shared machine takes longer.)

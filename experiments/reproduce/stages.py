@@ -95,7 +95,7 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
       "of top-m, min@k and MaxRL's mixture, a check of the variance estimators, and the "
       "variance atlas (exact variance over the floor)",
       "experiments.bandit_variance",
-      (71, 25),
+      (159, 32),
       *(() if smoke else ("--config.num_replicates=10000",)),
     ),
     binary(
