@@ -60,16 +60,20 @@ def test_covariance_and_floor_example_prints_what_its_comment_says(capsys):
 
 
 def test_ci_runs_readme_test_command():
+  """README's command 2 is install, the fast tests, then the integration tests (`-m slow`),
+  and .ci/run runs each of its steps in that order."""
   readme = _readme()
   test_line = next(
     line for line in readme.splitlines() if "pytest" in line and line.startswith("python3")
   )
-  test_command = test_line.split("&&")[-1].strip()
+  steps = [step.strip() for step in test_line.split("&&")]
+  pytest_steps = [step for step in steps if " pytest " in step]
+  assert len(pytest_steps) == 2 and pytest_steps[1] == pytest_steps[0] + " -m slow"
   with open(os.path.join(_ROOT, ".ci", "run")) as f:
     ci = f.read()
-  assert test_command in ci
-  install = test_line.split("&&")[-2].strip()
-  assert install in ci
+  install = steps[steps.index(pytest_steps[0]) - 1]
+  positions = [ci.index(install + "\n")] + [ci.index(step + "\n") for step in pytest_steps]
+  assert positions == sorted(positions)
 
 
 def test_reproduction_time_is_the_sum_of_the_stage_estimates():

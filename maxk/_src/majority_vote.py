@@ -73,6 +73,9 @@ from maxk._src import ragged
 TIE_RULES = ("uniform", "wrong")
 #: The ``baseline`` options of :func:`maj_at_k_advantages`.
 MAJ_BASELINES = ("none", "loo", "loo_centered", "loo_minus_one")
+# The baseline enters the advantages' compiled kernel as a traced code (its index in
+# MAJ_BASELINES), so every baseline at one (shape, k, tie) shares one compilation.
+_NONE, _LOO, _LOO_CENTERED, _LOO_MINUS_ONE = range(len(MAJ_BASELINES))
 
 
 class _Pairs(NamedTuple):
@@ -264,6 +267,13 @@ def _coefficient(a: jax.Array, b: jax.Array, degree: int) -> jax.Array:
   if degree < 0:
     return jnp.zeros(a.shape[:-1], a.dtype)
   return jnp.sum(a[..., : degree + 1] * jnp.flip(b[..., : degree + 1], -1), -1)
+
+
+def _coefficient_at(a: jax.Array, b: jax.Array, degree: jax.Array) -> jax.Array:
+  """:func:`_coefficient` at a traced ``degree`` in [0, k] (k + 1 = the last axis)."""
+  lag = degree - jnp.arange(a.shape[-1])
+  b_lagged = jnp.take(b, jnp.maximum(lag, 0), axis=-1)  # b[..., degree − x]
+  return jnp.sum(jnp.where(lag >= 0, a * b_lagged, 0), -1)
 
 
 def _slot_factors(
@@ -605,24 +615,25 @@ def maj_at_k_advantages(
     # The reductions that depend on k only; those at m == k are made per group.
     kind = "loo_centered" if baseline == "loo_minus_one" and k == 1 else baseline
     factors = _pmf_factors(n, k, values.dtype)
-    out = _maj_at_k_advantages_ragged(ids, values, valid, factors, k, kind, tie)
+    code = np.int32(MAJ_BASELINES.index(kind))
+    out = _maj_at_k_advantages_ragged(ids, values, valid, factors, code, k, tie)
     return out.reshape(ids.shape)
   kind = advantages.reduced_baseline(baseline, n, k)
   pmf = _binomial_pmf_table(n, k, values.dtype)
+  # "loo" and "loo_centered" differ only in the leave-one-out estimate's scale.
   scale = k / (n - 1) if kind == "loo" else k / n
-  # "loo" and "loo_centered" differ only in the (traced) scale: one compiled program.
-  kind = "loo" if kind == "loo_centered" else kind
-  return _maj_at_k_advantages(ids, values, pmf, scale, k, kind, tie).reshape(ids.shape)
+  code = np.int32(MAJ_BASELINES.index(kind))
+  return _maj_at_k_advantages(ids, values, pmf, scale, code, k, tie).reshape(ids.shape)
 
 
-@functools.partial(jax.jit, static_argnums=(4, 5, 6))
+@functools.partial(jax.jit, static_argnums=(5, 6))
 def _maj_at_k_advantages(
   ids: jax.Array,
   values: jax.Array,
   pmf: jax.Array,
   scale: float | jax.Array,
+  code: jax.Array,
   k: int,
-  kind: str,
   tie: str,
 ) -> jax.Array:
   n = ids.shape[-1]
@@ -636,20 +647,20 @@ def _maj_at_k_advantages(
   def one(ids_row: jax.Array, v_row: jax.Array) -> jax.Array:
     bad = jnp.any(jnp.isnan(v_row))
     cid, counts, corr, _, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
-    a = _advantage_row(ids_row, cid, counts, corr, pmf, n, scale, None, k, kind, tie)
+    a = _advantage_row(ids_row, cid, counts, corr, pmf, n, scale, None, code, k, tie)
     return jnp.where(bad | mixed, jnp.nan, a)
 
   return jax.vmap(one)(_flat(ids), _flat(values))
 
 
-@functools.partial(jax.jit, static_argnums=(4, 5, 6))
+@functools.partial(jax.jit, static_argnums=(5, 6))
 def _maj_at_k_advantages_ragged(
   ids: jax.Array,
   values: jax.Array,
   valid: jax.Array,
   factors: _PmfFactors,
+  code: jax.Array,
   k: int,
-  kind: str,
   tie: str,
 ) -> jax.Array:
   # The dense transform of each group's m valid samples: weights of q = k/m, S's
@@ -661,9 +672,8 @@ def _maj_at_k_advantages_ragged(
     size = jnp.maximum(m, k)
     pmf = _group_pmf(factors, size, values.dtype)
     mf = size.astype(values.dtype)
-    scale = k / jnp.maximum(mf - 1, 1) if kind == "loo" else k / mf
-    args = (ids_row, cid, counts, corr, pmf, size, scale, size == k, k)
-    a = _advantage_row(*args, "loo" if kind == "loo_centered" else kind, tie)
+    scale = jnp.where(code == _LOO, k / jnp.maximum(mf - 1, 1), k / mf)
+    a = _advantage_row(ids_row, cid, counts, corr, pmf, size, scale, size == k, code, k, tie)
     a = jnp.where(valid_row & (m >= k), a, 0)
     return jnp.where(valid_row & (bad | mixed), jnp.nan, a)
 
@@ -679,13 +689,14 @@ def _advantage_row(
   size: int | jax.Array,
   scale: float | jax.Array,
   plain: jax.Array | None,
+  code: jax.Array,
   k: int,
-  kind: str,
   tie: str,
 ) -> jax.Array:
   """The advantages of one group of ``size`` <= n samples (n = ``ids_row``'s length)
-  from its classes (:func:`_classes`) and the weights ``pmf`` of that size; with
-  ``plain`` True, "loo" gives "none" (no leave-one-out estimate at size == k)."""
+  from its classes (:func:`_classes`) and the weights ``pmf`` of that size, for the
+  baseline ``code`` (traced; "loo" and "loo_centered" differ only in ``scale``); with
+  ``plain`` True, they give "none" (no leave-one-out estimate at size == k)."""
   n = ids_row.shape[0]
   # S(i) = (k/n) · E[h(J ∪ {i})] over (k−1)-subsets J of the other n − 1 samples: the
   # DP of the other samples with one vote forced for i's answer (its row shifted by
@@ -693,7 +704,7 @@ def _advantage_row(
   # vote, read at z^(k−1) ("loo_minus_one") or z^k.  Both use the binomial weights of
   # q = k/n on the n − 1 others (any q gives the same ratio; this one keeps the
   # values in range).  Here n is the group's size.
-  removed_degree = k - 1 if kind == "loo_minus_one" else k
+  removed_degree = jnp.where(code == _LOO_MINUS_ONE, k - 1, k)
   levels = _levels(n, k, tie, np.dtype(pmf.dtype))
   perm, cs, corr_s = _sorted_classes(counts, corr)
   forced_s = jnp.zeros((n,), pmf.dtype)  # per class, largest first
@@ -715,15 +726,18 @@ def _advantage_row(
     # into or out of the pool: the others' polynomial times pmf[pool − 1].
     rest = pmf[jnp.maximum(pool - 1, 0)]
     level_forced_pool = weight @ _coefficient(deriv_all, rest, k - 1)
-    level_removed_pool = weight @ _coefficient(deriv_all, rest, removed_degree)
+    level_removed_pool = weight @ _coefficient_at(deriv_all, rest, removed_degree)
     # An answer with its own slot: all-but-one products from the prefix and suffix.
     less = pmf[jnp.maximum(c - 1, 0)]
     slot_values = []
-    for rows, degree in ((_shift_right(less), k), (less, removed_degree)):
+    for rows, coefficient in (
+      (_shift_right(less), functools.partial(_coefficient, degree=k)),
+      (less, functools.partial(_coefficient_at, degree=removed_degree)),
+    ):
       fv, tv = _slot_factors(rows, corr_s[:j_slots], valid, level)
       a = _times_short(pre_d, fv, level) + tv[:, None, None] * _times_power(pre, t)
       b = _times_short(pre, fv, level)
-      both = _coefficient(a, suf, degree) + _coefficient(b, suf_d, degree)
+      both = coefficient(a, suf) + coefficient(b, suf_d)
       slot_values.append(jnp.pad(both @ weight, (0, n - j_slots)))
     in_slot = (jnp.arange(n) < j_slots) & (cs >= t)
     forced_s += jnp.where(in_slot, slot_values[0], level_forced_pool)
@@ -736,14 +750,12 @@ def _advantage_row(
   pick = lambda part: jnp.where(answered, part[cid], part[n])  # per sample
   s_scaled = pick(forced)  # S(i) · (size/k) · pmf[size − 1, k − 1]
   share = k / size  # k/n, or k/m per group
-  if kind == "none":
-    return share * s_scaled / pmf[size - 1, k - 1]
-  if kind == "loo_minus_one":
-    # One ratio for both terms: their difference is formed before dividing.
-    return share * (s_scaled - pick(removed)) / pmf[size - 1, k - 1]
   s_val = share * s_scaled / pmf[size - 1, k - 1]
-  a = s_val - scale * pick(removed) / pmf[size - 1, k]
-  return a if plain is None else jnp.where(plain, s_val, a)
+  # "loo_minus_one": one ratio for both terms, their difference formed before dividing.
+  minus_one = share * (s_scaled - pick(removed)) / pmf[size - 1, k - 1]
+  loo = s_val - scale * pick(removed) / pmf[size - 1, k]
+  loo = loo if plain is None else jnp.where(plain, s_val, loo)
+  return jnp.where(code == _NONE, s_val, jnp.where(code == _LOO_MINUS_ONE, minus_one, loo))
 
 
 def _shift_right(rows: jax.Array) -> jax.Array:

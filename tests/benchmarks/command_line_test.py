@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests import REPO_ROOT
 from tests import WAIT_S
 
@@ -18,6 +20,7 @@ _BENCHMARKS = {
 }
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_help_exits_0_and_a_bad_value_is_one_line():
   env = {**os.environ, "PYTHONPATH": REPO_ROOT, "JAX_PLATFORMS": "cpu"}
   cases = {}

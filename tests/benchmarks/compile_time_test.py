@@ -2,6 +2,7 @@
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from benchmarks import compile_time
 import maxk
@@ -25,6 +26,7 @@ def test_every_call_evaluates_on_a_small_batch():
   assert {"max_at_k_advantages", "order_stat_advantages", "grpo_advantages"} <= timed
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_binary_prints_a_row_with_both_first_calls():
   out = binaries.run(
     "benchmarks.compile_time", "--estimators=rloo_advantages", "--shapes=4x8", "--processes=1"

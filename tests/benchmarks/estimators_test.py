@@ -31,6 +31,7 @@ def test_numpy_matrix_form_agrees_with_maxk(n):
     )
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_binary_runs_and_prints_a_row_per_cell():
   """``--quick`` on a one-cell grid (the full ``--quick`` grid takes about a minute)."""
   out = binaries.run(

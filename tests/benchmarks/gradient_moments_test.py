@@ -4,6 +4,7 @@ prints its table."""
 import math
 
 import numpy as np
+import pytest
 
 from benchmarks import gradient_moments
 from tests import binaries
@@ -16,6 +17,7 @@ def test_every_estimator_is_equivariant_and_timed():
     assert np.asarray(fn(r)).shape == r.shape, name
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_binary_prints_a_row_per_estimator_and_size():
   out = binaries.run("benchmarks.gradient_moments", "--sizes=3x4,4x6", "--repeats=1").stdout
   rows = [line.rsplit(maxsplit=4) for line in out.splitlines() if line[:1].isalpha()]

@@ -1,6 +1,11 @@
 """benchmarks.lm runs end to end (its MFU arithmetic: tests/experiments/lm/mfu_test.py)."""
 
+import pytest
+
 from tests import binaries
+
+# Integration: the LM benchmark binary (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
 
 
 def test_lm_benchmark_runs_and_prints_mfu_given_a_peak():

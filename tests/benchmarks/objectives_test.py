@@ -1,6 +1,7 @@
 """benchmarks.objectives: every timed call is valid, and the binary prints its rows."""
 
 import numpy as np
+import pytest
 
 from benchmarks import objectives
 import maxk
@@ -24,6 +25,7 @@ def _rows(out: str, batch: int, n: int) -> list[list[str]]:
   return [line.split() for line in out.splitlines() if line.split()[1:3] == [str(batch), str(n)]]
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_binary_prints_a_row_per_function_with_the_documented_flags():
   # The flags its docstring (its --help) names: --shapes, --repeats.
   out = binaries.run(
@@ -39,6 +41,7 @@ def test_binary_prints_a_row_per_function_with_the_documented_flags():
   assert [row[0] for row in _rows(out, 2, 16)] == ["max_at_k", "pass_hat_k"]
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_binary_accepts_the_earlier_flag_names():
   out = binaries.run(
     "benchmarks.objectives",

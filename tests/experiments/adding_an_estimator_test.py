@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 
 from experiments import config_checks
 from experiments import estimators as estimators_lib
@@ -35,6 +36,9 @@ from experiments.lm import tasks
 from experiments.lm import train
 import maxk
 from tests.experiments.lm import toy_task
+
+# Integration: binaries run a registered estimator and task (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
 
 # The shapes of the rewards the toy's function was called on: proof that a binary
 # computed its advantages with it.

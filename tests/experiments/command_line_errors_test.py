@@ -9,8 +9,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests import REPO_ROOT
 from tests import WAIT_S
+
+# Integration: every binary in subprocesses (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
 
 # The binaries with --config: the config file their cases start from.
 _CONFIGS = {

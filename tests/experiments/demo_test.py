@@ -27,6 +27,7 @@ def test_report_covers_the_registry():
     demo.report(9, 0)
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_binary_runs_and_refuses_a_bad_k():
   proc = binaries.run("experiments.demo", "--k=3")
   assert "maxrl/maxrl_no_cv" in proc.stdout and "top_m/loo_centered" in proc.stdout

@@ -5,8 +5,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests import REPO_ROOT
 from tests import WAIT_S
+
+# Integration: every binary in subprocesses (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
 
 # Each binary and an output flag its help must list (None: it writes no folder).
 _BINARIES = {

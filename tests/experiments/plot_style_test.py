@@ -45,6 +45,7 @@ def test_every_estimator_and_baseline_has_its_own_fixed_colour():
   assert plot_style.marker("loo k=2") == plot_style.marker("loo")
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_unknown_names_get_a_colour_that_does_not_depend_on_the_process():
   names = ["some_new_estimator", "another one", "x"]
   here = [plot_style.color(n) for n in names]

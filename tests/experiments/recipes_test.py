@@ -14,8 +14,13 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests import REPO_ROOT
 from tests import WAIT_S
+
+# Integration: README's recipe in a copy of the repository (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
 
 # The tests that list, check or run the registry's estimators.
 _REGISTRY_TESTS = (

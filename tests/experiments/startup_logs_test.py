@@ -87,6 +87,7 @@ _BINARIES = {
 }
 
 
+@pytest.mark.slow  # Integration: every binary in a subprocess (README's second test step).
 def test_binaries_start_without_the_tpu_probe_line(tmp_path):
   # JAX_PLATFORMS unset, as a user runs them: JAX probes every backend it knows.
   env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}

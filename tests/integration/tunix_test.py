@@ -36,6 +36,9 @@ import maxk
 from tests import REPO_ROOT
 from tests import WAIT_S
 
+# Integration: google-tunix in its own environment (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
+
 REQUIRE_ENV = "MAXK_REQUIRE_TUNIX"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REQUIREMENTS = os.path.join(_HERE, "tunix_requirements.txt")

@@ -62,3 +62,27 @@ def test_an_estimator_traced_inside_jit_then_called_eagerly_leaks_nothing():
   )
   np.testing.assert_allclose(inside, eager, rtol=1e-6)
   np.testing.assert_allclose(again, eager, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_maj_at_k_advantages_compile_once_for_every_baseline(ragged):
+  """The baseline is an argument of the compiled kernel: the four baselines at one
+  (shape, k, tie) share one program, and each still gives its own advantages."""
+  from maxk._src import majority_vote  # pylint: disable=g-import-not-at-top
+
+  rng = np.random.default_rng(3)
+  ids = rng.integers(-1, 3, size=(4, 7))
+  correct = ids == 1
+  where = rng.random(ids.shape) < 0.8 if ragged else None
+  kernel = (
+    majority_vote._maj_at_k_advantages_ragged  # pylint: disable=protected-access
+    if ragged
+    else majority_vote._maj_at_k_advantages  # pylint: disable=protected-access
+  )
+  before = kernel._cache_size()  # pylint: disable=protected-access
+  outs = {
+    baseline: np.asarray(maxk.maj_at_k_advantages(ids, correct, 3, baseline=baseline, where=where))
+    for baseline in majority_vote.MAJ_BASELINES
+  }
+  assert kernel._cache_size() - before <= 1  # pylint: disable=protected-access
+  assert len({out.tobytes() for out in outs.values()}) == len(outs)

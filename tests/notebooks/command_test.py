@@ -7,6 +7,8 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from tests import REPO_ROOT
 from tests import WAIT_S
 
@@ -20,6 +22,7 @@ def _command(readme: str) -> str:
   return lines[0].split("#", 1)[0].strip()
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_readmes_command_executes_a_notebook(tmp_path):
   command = _command("README.md")
   assert _command("notebooks/README.md") == command

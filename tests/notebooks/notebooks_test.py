@@ -12,6 +12,9 @@ import pytest
 from notebooks import execute
 from tests import WAIT_S
 
+# Integration: every notebook in a fresh kernel (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
+
 _NOTEBOOKS = execute.notebook_paths()
 
 

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from docs.api import maxk_docstrings
 import maxk
 from tests import WAIT_S
@@ -13,6 +15,7 @@ from tests import WAIT_S
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_reference_builds_without_warnings_and_documents_every_public_name(tmp_path):
   out = tmp_path / "html"
   cmd = [sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html"]

@@ -23,6 +23,9 @@ import pytest
 import maxk
 from tests import WAIT_S
 
+# Integration: builds and installs the distribution (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _IGNORED = shutil.ignore_patterns(
   ".git", ".venv", "out", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"

@@ -4,12 +4,14 @@ import csv
 import json
 
 import numpy as np
+import pytest
 
 from tests import binaries
 
 MAIN = "experiments.bandit_training.main"
 
 
+@pytest.mark.slow  # Integration: the binary end to end (README's second test step).
 def test_binary_end_to_end(tmp_path):
   binaries.run(
     "experiments.bandit_training",
@@ -45,6 +47,7 @@ def test_binary_end_to_end(tmp_path):
     assert (tmp_path / f"curves_{bandit}.png").stat().st_size > 0
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_nan_learning_rate_exits_1_with_one_line_naming_it(tmp_path):
   # A NaN learning rate would train on NaN and write all-NaN curves: rejected first.
   proc = binaries.run(
@@ -60,6 +63,7 @@ def test_nan_learning_rate_exits_1_with_one_line_naming_it(tmp_path):
   assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_workdir_validation():
   # The output folder: a file of the repository, a path below it, no path at all.
   # Each config field's checks: validation_test.py.

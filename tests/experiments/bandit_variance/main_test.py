@@ -4,6 +4,8 @@ import csv
 import json
 import math
 
+import pytest
+
 from experiments import estimators as estimators_lib
 from tests import binaries
 
@@ -23,6 +25,7 @@ def _run(out_dir, *extra, out_flag="workdir"):
     return list(csv.DictReader(f))
 
 
+@pytest.mark.slow  # Integration: the binary end to end (README's second test step).
 def test_binary_end_to_end(tmp_path):
   out = tmp_path / "run"
   rows = _run(out, "--config.ns=2,4", "--config.ks=2")
@@ -101,6 +104,7 @@ def test_binary_end_to_end(tmp_path):
   ]
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_bad_config_value_exits_1_with_one_line_naming_it(tmp_path):
   proc = binaries.run(
     "experiments.bandit_variance",
@@ -115,6 +119,7 @@ def test_bad_config_value_exits_1_with_one_line_naming_it(tmp_path):
   assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_workdir_validation():
   # The output folder: a file of the repository, a path below it, no path at all; the
   # same through the alias --out_dir. Each config field's checks: validation_test.py.

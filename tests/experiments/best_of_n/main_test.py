@@ -44,6 +44,7 @@ def _run(*args):
   )
 
 
+@pytest.mark.slow  # Integration: the binary end to end (README's second test step).
 def test_binary_writes_every_output(tmp_path):
   proc = _run(f"--workdir={tmp_path}", "--config.seed=1", *_TINY)
   assert proc.returncode == 0, proc.stderr[-3000:]

@@ -23,6 +23,9 @@ from experiments.lm import checkpointing
 from tests import REPO_ROOT
 from tests import WAIT_S
 
+# Integration: multi-process runs joined by jax.distributed (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
+
 _CONFIG = os.path.join(REPO_ROOT, "experiments", "lm", "configs", "tiny.py")
 # One RL run of two steps (non-zero rewards, the KL penalty, two inner epochs), a
 # checkpoint every two steps.

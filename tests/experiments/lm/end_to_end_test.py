@@ -26,6 +26,9 @@ from tests import WAIT_S
 from tests.experiments.lm import provenance_test
 from tests.experiments.lm import reporting_test
 
+# Integration: the LM binary in subprocesses (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
+
 _ROOT = REPO_ROOT
 _CONFIG = os.path.join(_ROOT, "experiments", "lm", "configs", "tiny.py")
 

@@ -151,6 +151,7 @@ def test_every_committed_figure_is_at_least_900_px_wide(folder):
 STUDY_8SEED = "--study_config=experiments.lm.configs.study_8seed"
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_contrasts_regenerate_byte_for_byte_from_the_paired_file(tmp_path):
   binaries.run(
     "experiments.lm.study_summary",

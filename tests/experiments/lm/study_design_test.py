@@ -25,11 +25,13 @@ def _result():
     os.chdir(cwd)
 
 
+@pytest.mark.slow  # Recomputes the whole design (~17 s; README's second test step).
 def test_the_config_holds_the_values_the_rules_compute(result):
   assert design_note.check_config(study, result) == []
   assert study.MATCHED_RUN in {r.replace("[lr=", "_lr").rstrip("]") for r in study.RUNS}
 
 
+@pytest.mark.slow  # Recomputes the whole design (~17 s; README's second test step).
 def test_the_committed_note_and_tables_are_the_computed_ones(result):
   with open(os.path.join(DOCS, "DESIGN.md")) as f:
     assert f.read() == design_markdown.render(study, result)

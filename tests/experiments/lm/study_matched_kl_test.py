@@ -273,6 +273,7 @@ def test_a_study_without_checkpoints_that_declares_at_kl_is_refused(study, tmp_p
     summary_lib.contrasts_from_paired("unused.csv", str(tmp_path / "o"), CONFIG)
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_the_binary_reads_a_config_file_and_refuses_with_one_line(study, tmp_path):
   config = tmp_path / "my_study.py"
   config.write_text(
@@ -303,6 +304,7 @@ def test_the_binary_reads_a_config_file_and_refuses_with_one_line(study, tmp_pat
     ("/no/such/study.py", "no .py file '/no/such/study.py'"),
   ],
 )  # fmt: skip
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_a_study_config_that_cannot_be_imported_is_one_line(spec, expected, tmp_path):
   with pytest.raises(files.StudyError, match="cannot be imported") as e:
     config_lib.load(spec)

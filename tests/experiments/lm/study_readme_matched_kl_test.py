@@ -409,6 +409,7 @@ def test_planted_claims_on_a_not_detected_contrast_fail(weak, old, new):
 # ------------------------------------------------------------ the command
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_the_command_writes_and_checks_the_block(tmp_path, generated, rows):
   contrasts, readme = _study(str(tmp_path))
   command = [sys.executable, "-m", "experiments.lm.study_readme", f"--contrasts={contrasts}"]

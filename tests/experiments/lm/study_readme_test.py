@@ -152,6 +152,7 @@ def test_each_planted_falsehood_fails_both_checks(readme, rows, generated, plant
   assert readme_section.claim_problems(planted, rows), name
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_the_check_flag_names_where_the_block_differs(tmp_path, readme, rows):
   path = tmp_path / "README.md"
   path.write_text(readme_planting.plant(readme, *_plants(rows)[0][1:]))

@@ -375,6 +375,7 @@ def test_contrasts_are_holm_corrected_over_every_task(out):
       assert row["verdict"] == "not detected"
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_contrasts_from_a_committed_paired_file(out, tmp_path):
   """--from_paired rebuilds contrasts.csv from paired.csv alone, identically."""
   written = summary_lib.contrasts_from_paired(
@@ -729,6 +730,7 @@ def test_correct_must_be_a_count_of_n():
       )
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_the_binary_refuses_with_one_line(study, tmp_path):
   _rewrite_json(os.path.join(study, "countdown_seed0", "launch_status.json"), status="failed (1)")
   proc = binaries.run(

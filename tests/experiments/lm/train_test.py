@@ -171,6 +171,7 @@ def _short_config(runs, **rl):
   return config
 
 
+@pytest.mark.slow  # Integration: five training runs (README's second test step).
 def test_a_runs_own_learning_rate_and_kl_equal_a_whole_config_of_them(tmp_path):
   own, whole = tmp_path / "own", tmp_path / "whole"
   config = _short_config("grpo,grpo[lr=3e-3,kl=0.2]")  # The config's 1e-3 and 0.05, then its own.

@@ -102,6 +102,7 @@ def test_claim_refuses_an_unusable_workdir_before_writing(tmp_path):
   assert os.listdir(tmp_path) == ["file"]
 
 
+@pytest.mark.slow  # Integration: a binary in a subprocess (README's second test step).
 def test_main_refuses_an_unusable_workdir_while_parsing_flags():
   # `--workdir=` was accepted once, and the run wrote config.json, metrics.jsonl,
   # checkpoints/, .lock and split.json into the current folder.

@@ -23,6 +23,9 @@ from tests import binaries
 from tests.experiments.reproduce import browser
 from tests.experiments.reproduce import processes
 
+# Integration: the reproduction's smoke run and its binary (README's second test step, `-m slow`).
+pytestmark = pytest.mark.slow
+
 # Where the browser test keeps its screenshots besides pytest's tmp_path (CI artifacts).
 ARTIFACTS = os.path.join(REPO_ROOT, "out", "test-artifacts")
 
