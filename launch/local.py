@@ -78,25 +78,25 @@ STATUS_FILE = "launch_status.json"
 BUSY = "busy (a live run holds its folder's lock)"
 
 
-def read_status(out_dir: str) -> dict[str, Any] | None:
-  """The launcher's record of the run in ``out_dir`` (None if absent or unreadable)."""
+def read_status(workdir: str) -> dict[str, Any] | None:
+  """The launcher's record of the run in ``workdir`` (None if absent or unreadable)."""
   try:
-    with open(os.path.join(out_dir, STATUS_FILE)) as f:
+    with open(os.path.join(workdir, STATUS_FILE)) as f:
       return json.load(f)
   except (OSError, ValueError):
     return None
 
 
-def _write_status(out_dir: str, **status: Any) -> None:
-  with open(os.path.join(out_dir, STATUS_FILE), "w") as f:
+def _write_status(workdir: str, **status: Any) -> None:
+  with open(os.path.join(workdir, STATUS_FILE), "w") as f:
     json.dump(status, f, indent=2)
 
 
-def is_done(out_dir: str) -> bool:
+def is_done(workdir: str) -> bool:
   """results.csv exists and the launcher recorded the run as finished ok."""
-  status = read_status(out_dir)
+  status = read_status(workdir)
   done = status is not None and status.get("status") == "ok"
-  return done and os.path.exists(os.path.join(out_dir, "results.csv"))
+  return done and os.path.exists(os.path.join(workdir, "results.csv"))
 
 
 def _flag_diff(recorded: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
@@ -119,11 +119,11 @@ def conflict(run: sweep_lib.Run, *, require_record: bool = True) -> str | None:
   results.csv without any record, so that its flags are unknown. A failed run's
   folder never conflicts: the run is started again, with the new flags.
   """
-  status = read_status(run.out_dir)
+  status = read_status(run.workdir)
   if status is None:
-    if require_record and os.path.exists(os.path.join(run.out_dir, "results.csv")):
+    if require_record and os.path.exists(os.path.join(run.workdir, "results.csv")):
       return (
-        f"{run.name}: {run.out_dir} holds results.csv but no {STATUS_FILE}, so its flags "
+        f"{run.name}: {run.workdir} holds results.csv but no {STATUS_FILE}, so its flags "
         "are unknown (--gather_only gathers it; remove the folder to rerun it)"
       )
     return None
@@ -135,7 +135,7 @@ def conflict(run: sweep_lib.Run, *, require_record: bool = True) -> str | None:
   if not diffs:
     return None
   return (
-    f"{run.name}: {run.out_dir} holds a run with other flags ({'; '.join(diffs)}); "
+    f"{run.name}: {run.workdir} holds a run with other flags ({'; '.join(diffs)}); "
     "use another --out_root or remove the folder"
   )
 
@@ -158,17 +158,17 @@ def run_one(
   The status is "skipped" (finished before with the same flags), "ok", "failed (RC)",
   "stopped" (the launcher is stopping) or ``BUSY``. ``cores``: pin the run to them.
   """
-  lock = processes.try_lock(run.out_dir)
+  lock = processes.try_lock(run.workdir)
   if lock is None:
     return BUSY, 0.0
   try:
-    if is_done(run.out_dir):
+    if is_done(run.workdir):
       return "skipped", 0.0
     command = run.command(sys.executable)
     record = dict(binary=run.binary, flags=dict(run.flags), command=command)
-    _write_status(run.out_dir, status="running", started=time.time(), **record)
+    _write_status(run.workdir, status="running", started=time.time(), **record)
     start = time.time()
-    with open(os.path.join(run.out_dir, "log.txt"), "w") as log:
+    with open(os.path.join(run.workdir, "log.txt"), "w") as log:
       proc = children.start(
         cpus.pinned(command, cores) if cores else command,
         cwd=ROOT,
@@ -178,13 +178,13 @@ def run_one(
         pass_fds=(lock,),  # The run keeps its folder locked while it lives.
       )
       if proc is None:
-        _write_status(run.out_dir, status="stopped", **record)
+        _write_status(run.workdir, status="stopped", **record)
         return "stopped", 0.0
       rc = children.wait(proc, timeout or None)
     seconds = time.time() - start
-    ok = rc == 0 and os.path.exists(os.path.join(run.out_dir, "results.csv"))
+    ok = rc == 0 and os.path.exists(os.path.join(run.workdir, "results.csv"))
     status = "ok" if ok else f"failed ({rc})"
-    _write_status(run.out_dir, status=status, seconds=seconds, returncode=rc, **record)
+    _write_status(run.workdir, status=status, seconds=seconds, returncode=rc, **record)
     return status, seconds
   finally:
     os.close(lock)
@@ -235,10 +235,10 @@ def run_all(
 
 
 def _gatherable(run: sweep_lib.Run) -> bool:
-  status = read_status(run.out_dir)
+  status = read_status(run.workdir)
   if status is not None and status.get("status") != "ok":
     return False
-  return os.path.exists(os.path.join(run.out_dir, "results.csv"))
+  return os.path.exists(os.path.join(run.workdir, "results.csv"))
 
 
 def gather(
@@ -252,7 +252,7 @@ def gather(
   rows: list[tuple[sweep_lib.Run, dict[str, str]]] = []
   result_cols: list[str] = []
   for run in filter(_gatherable, runs):
-    with open(os.path.join(run.out_dir, "results.csv"), newline="") as f:
+    with open(os.path.join(run.workdir, "results.csv"), newline="") as f:
       reader = csv.DictReader(f)
       for col in reader.fieldnames or []:
         if col not in result_cols:

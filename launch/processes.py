@@ -23,10 +23,10 @@ from typing import Any
 LOCK_FILE = "launch.lock"
 
 
-def try_lock(out_dir: str) -> int | None:
-  """Locks ``out_dir/launch.lock``; returns its descriptor, or None if a live run holds it."""
-  os.makedirs(out_dir, exist_ok=True)
-  fd = os.open(os.path.join(out_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+def try_lock(workdir: str) -> int | None:
+  """Locks ``workdir/launch.lock``; returns its descriptor, or None if a live run holds it."""
+  os.makedirs(workdir, exist_ok=True)
+  fd = os.open(os.path.join(workdir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
   try:
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
   except BlockingIOError:

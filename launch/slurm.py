@@ -85,7 +85,7 @@ def _array_task(port: int) -> list[str]:
   """Lines that run array task ``$i``: its guard, the coordinator's address, ``srun``."""
   return [
     'i="${SLURM_ARRAY_TASK_ID}"',
-    sweep_lib.shell_guard('"${IDENTITIES[$i]}"', '"${OUT_DIRS[$i]}"', "run $i"),
+    sweep_lib.shell_guard('"${IDENTITIES[$i]}"', '"${WORKDIRS[$i]}"', "run $i"),
     "# jax.distributed coordinator: the first node of this array task.",
     'export MAXK_COORDINATOR_ADDRESS="$(scontrol show hostnames "$SLURM_JOB_NODELIST" '
     f'| head -n 1):$(( {port} + i % 1000 ))"',
@@ -144,7 +144,7 @@ def make_script(
     *_bash_array(
       "RUNS", [f"{shlex.quote(r.shell(python, distributed=True))}  # {r.name}" for r in runs]
     ),
-    *_bash_array("OUT_DIRS", [shlex.quote(r.out_dir) for r in runs]),
+    *_bash_array("WORKDIRS", [shlex.quote(r.workdir) for r in runs]),
     *_bash_array("IDENTITIES", [shlex.quote(sweep_lib.identity(r)) for r in runs]),
     *_array_task(port),
   ]

@@ -46,16 +46,16 @@ class Run:
   binary: str
   flags: tuple[tuple[str, str], ...]  # Every flag but the output folder, in order.
   params: tuple[tuple[str, str], ...]  # The grid values that name this run.
-  out_dir: str
+  workdir: str
 
   @property
   def out_flag(self) -> str:
-    """The flag that passes :attr:`out_dir` to the binary (:data:`OUT_FLAG`)."""
+    """The flag that passes :attr:`workdir` to the binary (:data:`OUT_FLAG`)."""
     return OUT_FLAG
 
   def args(self) -> list[str]:
     """The binary's command-line arguments (output folder first)."""
-    return [f"--{self.out_flag}={self.out_dir}"] + [f"--{k}={v}" for k, v in self.flags]
+    return [f"--{self.out_flag}={self.workdir}"] + [f"--{k}={v}" for k, v in self.flags]
 
   def command(self, python: str = sys.executable, *, distributed: bool = False) -> list[str]:
     """The full command; ``distributed`` wraps it in ``launch.distributed``."""
@@ -241,7 +241,7 @@ def expand(
           binary=binary,
           flags=tuple(flags.items()),
           params=params,
-          out_dir=os.path.join(out_root, name),
+          workdir=os.path.join(out_root, name),
         )
       )
   names = [r.name for r in runs]
@@ -282,7 +282,7 @@ def write_script(path: str, script: str) -> str:
 def write_manifest(
   runs: Sequence[Run], out_root: str, statuses: Mapping[str, tuple[str, float]] | None = None
 ) -> str:
-  """Writes ``out_root/runs.json`` (name, binary, out_dir, params, command[, status])."""
+  """Writes ``out_root/runs.json`` (name, binary, workdir, params, command[, status])."""
   os.makedirs(out_root, exist_ok=True)
   path = os.path.join(out_root, "runs.json")
   with open(path, "w") as f:
@@ -291,7 +291,7 @@ def write_manifest(
         {
           "name": r.name,
           "binary": r.binary,
-          "out_dir": r.out_dir,
+          "workdir": r.workdir,
           "params": dict(r.params),
           "command": r.command("python"),
           **(

@@ -47,7 +47,7 @@ def remote_command(
     parts.append(setup)
   parts.append("export MAXK_DISTRIBUTED=1")
   guard = sweep_lib.shell_guard(
-    shlex.quote(sweep_lib.identity(run)), shlex.quote(run.out_dir), run.name
+    shlex.quote(sweep_lib.identity(run)), shlex.quote(run.workdir), run.name
   )
   parts.append(f"( {guard}; {run.shell(python, distributed=True)} )")
   return " && ".join(parts)

@@ -76,7 +76,7 @@ def test_expand_items_is_a_deterministic_product():
     ("config.num_mc_draws", "10"),
     ("config.n_max", "7"),
   )
-  assert runs[0].out_dir == os.path.join("/o", runs[0].name)
+  assert runs[0].workdir == os.path.join("/o", runs[0].name)
   assert runs[0].args() == [
     f"--workdir=/o/{runs[0].name}",
     "--config.seed=0",
@@ -226,9 +226,9 @@ def test_local_runner_runs_skips_and_gathers(fake_binary, tmp_path):
   assert not local.is_done(str(tmp_path / "f" / "fail-1"))
 
 
-def _is_locked(out_dir):
-  """Whether a live run holds ``out_dir``'s lock."""
-  fd = processes.try_lock(out_dir)
+def _is_locked(workdir):
+  """Whether a live run holds ``workdir``'s lock."""
+  fd = processes.try_lock(workdir)
   if fd is None:
     return True
   os.close(fd)
@@ -526,12 +526,12 @@ def test_slurm_script_content():
   # One array entry per run, each wrapped in launch.distributed.
   for run in runs:
     assert (
-      f"'python -m launch.distributed experiments.best_of_n --workdir={run.out_dir} "
+      f"'python -m launch.distributed experiments.best_of_n --workdir={run.workdir} "
       f"--config.seed={dict(run.params)['config.seed']}'  # {run.name}" in script
     )
   assert 'i="${SLURM_ARRAY_TASK_ID}"' in script
   # Finished runs of the same flags exit at once; tests/launch/sweep_test.py runs the guard.
-  assert '"${OUT_DIRS[$i]}"/results.csv' in script and "IDENTITIES=(" in script
+  assert '"${WORKDIRS[$i]}"/results.csv' in script and "IDENTITIES=(" in script
   assert "scontrol show hostnames" in script and "MAXK_COORDINATOR_ADDRESS" in script
   assert 'MAXK_NUM_PROCESSES="${SLURM_NNODES}"' in script
   assert "MAXK_PROCESS_ID=\\$SLURM_PROCID" in script
@@ -603,10 +603,10 @@ def test_tpu_script_content():
     assert "my-v4-16 --zone=us-central2-b --project=proj --worker=all --command=" in line
     assert "cd ~/maxk && source ~/maxk/.venv/bin/activate && export MAXK_DISTRIBUTED=1" in line
     assert (
-      f"python -m launch.distributed experiments.lm.main --workdir={run.out_dir} "
+      f"python -m launch.distributed experiments.lm.main --workdir={run.workdir} "
       f"--config.seed={dict(run.params)['config.seed']}"
     ) in line
-    assert f"{run.out_dir}/results.csv" in line
+    assert f"{run.workdir}/results.csv" in line
   assert lines[-1] == (
     "gcloud compute tpus tpu-vm scp --recurse --worker=0 "
     "--zone=us-central2-b --project=proj my-v4-16:/home/me/out out/tpu"

@@ -12,8 +12,8 @@ from launch import tpu
 def _guarded(run: sweep.Run) -> subprocess.CompletedProcess:
   """Runs the guard for ``run``, then a stand-in for the binary that writes results.csv."""
   script = (
-    sweep.shell_guard(shlex.quote(sweep.identity(run)), shlex.quote(run.out_dir), f"run {run.name}")
-    + f"; echo started; touch {shlex.quote(os.path.join(run.out_dir, 'results.csv'))}"
+    sweep.shell_guard(shlex.quote(sweep.identity(run)), shlex.quote(run.workdir), f"run {run.name}")
+    + f"; echo started; touch {shlex.quote(os.path.join(run.workdir, 'results.csv'))}"
   )
   return subprocess.run(["bash", "-c", script], capture_output=True, text=True)
 
@@ -24,7 +24,7 @@ def test_guard_runs_skips_and_refuses(tmp_path):
   )
   first = _guarded(run)
   assert first.returncode == 0 and "started" in first.stdout
-  with open(os.path.join(run.out_dir, sweep.IDENTITY_FILE)) as f:
+  with open(os.path.join(run.workdir, sweep.IDENTITY_FILE)) as f:
     assert f.read() == "m.b --scale=1 --seed=0"  # Fixed flags first, then the grid's.
 
   again = _guarded(run)  # Same flags, finished: skipped.
@@ -34,7 +34,7 @@ def test_guard_runs_skips_and_refuses(tmp_path):
   (changed,) = sweep.expand(
     {"fixed": {"scale": 2}, "grid": {"seed": [0]}}, out_root=str(tmp_path), binary="m.b"
   )
-  assert changed.out_dir == run.out_dir  # A fixed flag does not name the folder...
+  assert changed.workdir == run.workdir  # A fixed flag does not name the folder...
   refused = _guarded(changed)  # ...but it is part of the run's identity.
   assert refused.returncode == 1 and "started" not in refused.stdout
   assert "holds a run of other flags" in refused.stderr and "--scale=1" in refused.stderr
@@ -42,8 +42,8 @@ def test_guard_runs_skips_and_refuses(tmp_path):
 
 def test_guard_refuses_results_of_unknown_flags(tmp_path):
   (run,) = sweep.expand(["seed=0"], out_root=str(tmp_path), binary="m.b")
-  os.makedirs(run.out_dir)
-  open(os.path.join(run.out_dir, "results.csv"), "w").close()
+  os.makedirs(run.workdir)
+  open(os.path.join(run.workdir, "results.csv"), "w").close()
   proc = _guarded(run)
   assert proc.returncode == 1 and "started" not in proc.stdout
   assert "unknown flags" in proc.stderr

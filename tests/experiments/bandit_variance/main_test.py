@@ -12,16 +12,16 @@ from tests import binaries
 MAIN = "experiments.bandit_variance.main"
 
 
-def _run(out_dir, *extra, out_flag="workdir"):
+def _run(workdir, *extra, out_flag="workdir"):
   binaries.run(
     "experiments.bandit_variance",
-    f"--{out_flag}={out_dir}",
+    f"--{out_flag}={workdir}",
     "--config.num_replicates=256",
     "--config.num_arms=3",
     "--config.atlas_bandits=",
     *extra,
   )
-  with open(out_dir / "results.csv") as f:
+  with open(workdir / "results.csv") as f:
     return list(csv.DictReader(f))
 
 

@@ -93,11 +93,11 @@ def test_binary_writes_every_output(tmp_path):
   ],
 )
 def test_bad_config_value_exits_1_with_one_line_naming_it(tmp_path, flag, line):
-  out_dir = tmp_path / "out"
-  proc = _run(f"--workdir={out_dir}", flag)
+  workdir = tmp_path / "out"
+  proc = _run(f"--workdir={workdir}", flag)
   assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
   assert proc.stderr.strip().splitlines()[-1] == f"experiments.best_of_n: {line}", proc.stderr
-  assert not out_dir.exists()  # Nothing written.
+  assert not workdir.exists()  # Nothing written.
 
 
 @pytest.mark.parametrize("flag", ["--workdir", "--out_dir"])  # --out_dir: its old name.

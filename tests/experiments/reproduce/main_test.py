@@ -30,10 +30,10 @@ pytestmark = pytest.mark.slow
 ARTIFACTS = os.path.join(REPO_ROOT, "out", "test-artifacts")
 
 
-def _pngs(out_dir):
+def _pngs(workdir):
   return sorted(
-    os.path.relpath(os.path.join(d, f), out_dir).replace(os.sep, "/")
-    for d, _, files in os.walk(out_dir)
+    os.path.relpath(os.path.join(d, f), workdir).replace(os.sep, "/")
+    for d, _, files in os.walk(workdir)
     for f in files
     if f.endswith(".png")
   )
@@ -41,7 +41,7 @@ def _pngs(out_dir):
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
-  """(out_dir, completed process) of one smoke reproduction of three stages."""
+  """(workdir, completed process) of one smoke reproduction of three stages."""
   out = tmp_path_factory.mktemp("smoke") / "reproduce"
   stages = "--stages=best_of_n,bandit_variance,bandit_training"
   proc = binaries.run(

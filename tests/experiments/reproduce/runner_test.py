@@ -92,10 +92,10 @@ def _fake_stage(tmp_path, **kwargs):
   return stages_lib.Stage("fake", "a fake stage", "fake_stage", ("--seed=0",), 1, **kwargs)
 
 
-def _run(stage, out_dir, tmp_path, *, env=(), timeout=None):
-  env = reproduction.stage_env(stage, str(out_dir), base={**os.environ, **dict(env)})
+def _run(stage, workdir, tmp_path, *, env=(), timeout=None):
+  env = reproduction.stage_env(stage, str(workdir), base={**os.environ, **dict(env)})
   return runner.run_stage(
-    stage, str(out_dir), cwd=str(tmp_path), env=env, force=False, timeout=timeout
+    stage, str(workdir), cwd=str(tmp_path), env=env, force=False, timeout=timeout
   )
 
 
