@@ -13,6 +13,7 @@ import pytest
 
 from tests import REPO_ROOT
 from tests import WAIT_S
+from tests import interruptible
 
 # Integration: every binary in subprocesses (README's second test step, `-m slow`).
 pytestmark = pytest.mark.slow
@@ -129,14 +130,13 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 def _interruptible(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
   """Starts ``argv`` with Ctrl-C's default action, as a terminal starts it (a test runner
   started in the background inherits SIGINT ignored, and so would its children)."""
-  return subprocess.Popen(
+  return interruptible.popen(
     argv,
     cwd=REPO_ROOT,
     env=env,
     stdout=subprocess.PIPE,
     stderr=subprocess.PIPE,
     text=True,
-    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
   )
 
 

@@ -20,6 +20,7 @@ from experiments.reproduce import runner
 from tests import REPO_ROOT
 from tests import WAIT_S
 from tests import binaries
+from tests import interruptible
 from tests.experiments.reproduce import browser
 from tests.experiments.reproduce import processes
 
@@ -327,13 +328,7 @@ def _fake_reproduce(tmp_path, *args, env=(), popen=False):
   kwargs = dict(cwd=REPO_ROOT, env=full_env, text=True)
   if popen:  # With Ctrl-C's default action, as a terminal starts it (a test runner
     # started in the background inherits SIGINT ignored, and so would its children).
-    return subprocess.Popen(
-      command,
-      stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE,
-      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-      **kwargs,
-    )
+    return interruptible.popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
   return subprocess.run(command, capture_output=True, timeout=WAIT_S, check=False, **kwargs)
 
 
