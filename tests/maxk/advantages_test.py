@@ -2,8 +2,6 @@
 
 import math
 
-from absl.testing import parameterized
-import chex
 import hypothesis
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
@@ -14,6 +12,7 @@ import pytest
 
 import maxk
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 BASELINES = ["none", "loo", "loo_centered", "loo_minus_one", "leave_two_out", "mean_std"]
 UNBIASED = ["none", "loo", "loo_centered", "loo_minus_one"]
@@ -172,16 +171,16 @@ def test_mean_std_is_biased():
   assert np.max(np.abs(est - exact)) > 1e-2
 
 
-class JitVmapTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.product(baseline=BASELINES, k=(2, 6))
-  def test_against_enumeration(self, baseline, k):
-    rng = np.random.default_rng(0)
-    r = rng.normal(size=(4, 6)).astype(np.float32)
-    f = lambda x: maxk.max_at_k_advantages(x, k, baseline=baseline)
-    want = np.apply_along_axis(enumeration.advantages, -1, r.astype(np.float64), k, baseline)
-    np.testing.assert_allclose(self.variant(f)(r), want, rtol=1e-4, atol=2e-5)
-    np.testing.assert_allclose(self.variant(jax.vmap(f))(r), want, rtol=1e-4, atol=2e-5)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("baseline", BASELINES)
+@pytest.mark.parametrize("k", [2, 6])
+def test_against_enumeration_jit_vmap(variant, baseline, k):
+  rng = np.random.default_rng(0)
+  r = rng.normal(size=(4, 6)).astype(np.float32)
+  f = lambda x: maxk.max_at_k_advantages(x, k, baseline=baseline)
+  want = np.apply_along_axis(enumeration.advantages, -1, r.astype(np.float64), k, baseline)
+  np.testing.assert_allclose(variant(f)(r), want, rtol=1e-4, atol=2e-5)
+  np.testing.assert_allclose(variant(jax.vmap(f))(r), want, rtol=1e-4, atol=2e-5)
 
 
 def test_grad_matches_finite_differences():

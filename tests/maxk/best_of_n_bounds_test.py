@@ -5,7 +5,6 @@ The per-class tests check the proofs in docs/best_of_n_bounds.md by quadrature.
 
 import math
 
-import chex
 import hypothesis
 import hypothesis.strategies as st
 import jax
@@ -15,6 +14,7 @@ from scipy import integrate
 
 import maxk
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 _CASES = enumeration.BON_CASES
 _PADDED_SIZE = 12
@@ -64,32 +64,30 @@ def test_bounds_hold_on_random_references(size, n, concentration, num_levels, se
   assert -1e-6 <= stats["estimate"] <= bound + 1e-5
 
 
-class GapBoundsTest(chex.TestCase):
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_closed_forms_in_the_collision_probability(variant):
   """The gap bounds equal their closed forms in the collision probability, with and
   without jit and vmapped over a batch."""
-
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_closed_forms_in_the_collision_probability(self):
-    n = 5
-    probs = np.stack([c[0] for c in _CASES[:3]])
-    rewards = np.stack([c[1] for c in _CASES[:3]]).astype(np.float32)
-    fns = {
-      "kl": (lambda a, b: maxk.bon_kl_gap_bound(a, b, n), 2 * n * (n - 1)),
-      "win": (lambda a, b: maxk.bon_win_rate_gap_bound(a, b, n), (n - 1) / 2),
-    }
-    for name, (fn, factor) in fns.items():
-      batched = self.variant(jax.vmap(fn))(probs, rewards)
-      for i in range(len(probs)):
-        want = factor * enumeration.collision_probability(probs[i], rewards[i])
-        np.testing.assert_allclose(self.variant(fn)(probs[i], rewards[i]), want, rtol=1e-5)
-        np.testing.assert_allclose(batched[i], want, rtol=1e-5, err_msg=name)
-    delta = np.array([0.0, 0.25, 1.0], np.float32)
-    np.testing.assert_allclose(
-      self.variant(lambda d: maxk.bon_kl_gap_bound_delta(d, n))(delta), 2 * n * (n - 1) * delta
-    )
-    np.testing.assert_allclose(
-      self.variant(lambda d: maxk.bon_win_rate_gap_bound_delta(d, n))(delta), (n - 1) / 2 * delta
-    )
+  n = 5
+  probs = np.stack([c[0] for c in _CASES[:3]])
+  rewards = np.stack([c[1] for c in _CASES[:3]]).astype(np.float32)
+  fns = {
+    "kl": (lambda a, b: maxk.bon_kl_gap_bound(a, b, n), 2 * n * (n - 1)),
+    "win": (lambda a, b: maxk.bon_win_rate_gap_bound(a, b, n), (n - 1) / 2),
+  }
+  for name, (fn, factor) in fns.items():
+    batched = variant(jax.vmap(fn))(probs, rewards)
+    for i in range(len(probs)):
+      want = factor * enumeration.collision_probability(probs[i], rewards[i])
+      np.testing.assert_allclose(variant(fn)(probs[i], rewards[i]), want, rtol=1e-5)
+      np.testing.assert_allclose(batched[i], want, rtol=1e-5, err_msg=name)
+  delta = np.array([0.0, 0.25, 1.0], np.float32)
+  np.testing.assert_allclose(
+    variant(lambda d: maxk.bon_kl_gap_bound_delta(d, n))(delta), 2 * n * (n - 1) * delta
+  )
+  np.testing.assert_allclose(
+    variant(lambda d: maxk.bon_win_rate_gap_bound_delta(d, n))(delta), (n - 1) / 2 * delta
+  )
 
 
 @pytest.mark.parametrize("case", range(len(_CASES)))

@@ -3,8 +3,6 @@
 import itertools
 import math
 
-from absl.testing import parameterized
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,6 +10,7 @@ import pytest
 
 import maxk
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 _CASES = enumeration.BON_CASES
 
@@ -57,40 +56,41 @@ def test_bon_pmf_keeps_caller_order_and_batch_axes():
     np.testing.assert_allclose(row, enumeration.bon_pmf_and_kl(p[i, j], r[i, j], 5)[0], atol=1e-6)
 
 
-class TransformsTest(chex.TestCase):
+def _transforms_batch() -> tuple[np.ndarray, np.ndarray]:
+  """A batch of 4 distributions over 5 outcomes and their rewards, in float32."""
+  rng = np.random.default_rng(2)
+  p = rng.dirichlet(np.ones(5), size=4).astype(np.float32)
+  r = rng.integers(0, 3, size=(4, 5)).astype(np.float32)  # Ties.
+  return p, r
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_against_float64_references(variant, n):
   """Every best-of-n function with and without jit, and vmapped over a batch."""
-
-  def setUp(self):
-    super().setUp()
-    rng = np.random.default_rng(2)
-    self.p = rng.dirichlet(np.ones(5), size=4).astype(np.float32)
-    self.r = rng.integers(0, 3, size=(4, 5)).astype(np.float32)  # Ties.
-
-  @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.parameters(1, 3, 8)
-  def test_against_float64_references(self, n):
-    fns = {
-      "pmf": lambda a, b: maxk.bon_pmf(a, b, n),
-      "kl": lambda a, b: maxk.bon_kl(a, b, n),
-      "win_rate": lambda a, b: maxk.bon_win_rate(a, b, n),
-      "estimate": lambda a, b: maxk.bon_kl_estimate_expectation(a, b, n),
-      "max_at_k": lambda a, b: maxk.max_at_k_exact(a, b, n),
+  probs, rewards = _transforms_batch()
+  fns = {
+    "pmf": lambda a, b: maxk.bon_pmf(a, b, n),
+    "kl": lambda a, b: maxk.bon_kl(a, b, n),
+    "win_rate": lambda a, b: maxk.bon_win_rate(a, b, n),
+    "estimate": lambda a, b: maxk.bon_kl_estimate_expectation(a, b, n),
+    "max_at_k": lambda a, b: maxk.max_at_k_exact(a, b, n),
+  }
+  for i in range(len(probs)):
+    p, r = probs[i].astype(np.float64), rewards[i].astype(np.float64)
+    pmf, kl = enumeration.bon_pmf_and_kl(p, r, n)
+    want = {
+      "pmf": pmf,
+      "kl": kl,
+      "win_rate": enumeration.win_rate(pmf, p, r),
+      "estimate": np.sum(pmf * enumeration.bon_kl_estimate(p, n)),
+      "max_at_k": np.sum(pmf * r),
     }
-    for i in range(len(self.p)):
-      p, r = self.p[i].astype(np.float64), self.r[i].astype(np.float64)
-      pmf, kl = enumeration.bon_pmf_and_kl(p, r, n)
-      want = {
-        "pmf": pmf,
-        "kl": kl,
-        "win_rate": enumeration.win_rate(pmf, p, r),
-        "estimate": np.sum(pmf * enumeration.bon_kl_estimate(p, n)),
-        "max_at_k": np.sum(pmf * r),
-      }
-      for name, fn in fns.items():
-        got = self.variant(fn)(self.p[i], self.r[i])
-        np.testing.assert_allclose(got, want[name], rtol=1e-5, atol=1e-6, err_msg=name)
-        batched = self.variant(jax.vmap(fn))(self.p, self.r)[i]
-        np.testing.assert_allclose(batched, want[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    for name, fn in fns.items():
+      got = variant(fn)(probs[i], rewards[i])
+      np.testing.assert_allclose(got, want[name], rtol=1e-5, atol=1e-6, err_msg=name)
+      batched = variant(jax.vmap(fn))(probs, rewards)[i]
+      np.testing.assert_allclose(batched, want[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def test_group_isolation_and_normalization_under_jit():

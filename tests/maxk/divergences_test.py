@@ -2,7 +2,6 @@
 
 import math
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,26 +9,26 @@ import pytest
 
 import maxk
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 
-class DivergencesTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_against_enumeration(self):
-    rng = np.random.default_rng(4)
-    p = rng.dirichlet(np.ones(6), size=3).astype(np.float32)
-    q = rng.dirichlet(np.ones(6), size=3).astype(np.float32)
-    r = np.array([[1, 0, 1, 2, 2, 3]] * 3, np.float32)
-    kl = self.variant(maxk.kl_divergence)
-    wr = self.variant(maxk.win_rate)
-    kl_v = self.variant(jax.vmap(maxk.kl_divergence))(q, p)
-    wr_v = self.variant(jax.vmap(maxk.win_rate))(q, p, r)
-    for i in range(3):
-      want_kl = enumeration.kl_divergence(q[i], p[i])
-      want_wr = enumeration.win_rate(q[i], p[i], r[i])
-      np.testing.assert_allclose(kl(q[i], p[i]), want_kl, rtol=1e-5)
-      np.testing.assert_allclose(kl_v[i], want_kl, rtol=1e-5)
-      np.testing.assert_allclose(wr(q[i], p[i], r[i]), want_wr, rtol=1e-5)
-      np.testing.assert_allclose(wr_v[i], want_wr, rtol=1e-5)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_against_enumeration(variant):
+  rng = np.random.default_rng(4)
+  p = rng.dirichlet(np.ones(6), size=3).astype(np.float32)
+  q = rng.dirichlet(np.ones(6), size=3).astype(np.float32)
+  r = np.array([[1, 0, 1, 2, 2, 3]] * 3, np.float32)
+  kl = variant(maxk.kl_divergence)
+  wr = variant(maxk.win_rate)
+  kl_v = variant(jax.vmap(maxk.kl_divergence))(q, p)
+  wr_v = variant(jax.vmap(maxk.win_rate))(q, p, r)
+  for i in range(3):
+    want_kl = enumeration.kl_divergence(q[i], p[i])
+    want_wr = enumeration.win_rate(q[i], p[i], r[i])
+    np.testing.assert_allclose(kl(q[i], p[i]), want_kl, rtol=1e-5)
+    np.testing.assert_allclose(kl_v[i], want_kl, rtol=1e-5)
+    np.testing.assert_allclose(wr(q[i], p[i], r[i]), want_wr, rtol=1e-5)
+    np.testing.assert_allclose(wr_v[i], want_wr, rtol=1e-5)
 
 
 def test_win_rate_and_kl_divergence_generic():

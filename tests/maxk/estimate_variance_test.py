@@ -3,8 +3,6 @@
 from fractions import Fraction
 import math
 
-from absl.testing import parameterized
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,6 +11,7 @@ import pytest
 import maxk
 from tests.maxk import enumeration
 from tests.maxk import enumeration_variance as ev
+from tests.maxk.variants import VARIANTS
 
 
 @pytest.mark.parametrize("n", range(2, 9))
@@ -106,20 +105,19 @@ def test_float32_accuracy_against_exact_rational(n, offset):
     assert abs(got - want) <= 2e-6 * want, (k, got, want)  # naive M̂² − T: up to 300x off
 
 
-class JitVmapTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.parameters(1, 2, 3)
-  def test_against_enumeration(self, k):
-    rng = np.random.default_rng(k)
-    r = rng.normal(size=(5, 6)).astype(np.float32)
-    c = rng.random((5, 6)) < 0.5
-    want_max = [ev.max_at_k_variance(row, k) for row in r]
-    want_pass = [ev.max_at_k_variance(row.astype(np.float64), k) for row in c]
-    fmax = lambda x: maxk.max_at_k_variance(x, k)
-    fpass = lambda x: maxk.pass_at_k_variance(x, k)
-    for f, x, want in ((fmax, r, want_max), (fpass, c, want_pass)):
-      np.testing.assert_allclose(self.variant(f)(x), want, rtol=2e-5, atol=1e-7)
-      np.testing.assert_allclose(self.variant(jax.vmap(f))(x), want, rtol=2e-5, atol=1e-7)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_against_enumeration_jit_vmap(variant, k):
+  rng = np.random.default_rng(k)
+  r = rng.normal(size=(5, 6)).astype(np.float32)
+  c = rng.random((5, 6)) < 0.5
+  want_max = [ev.max_at_k_variance(row, k) for row in r]
+  want_pass = [ev.max_at_k_variance(row.astype(np.float64), k) for row in c]
+  fmax = lambda x: maxk.max_at_k_variance(x, k)
+  fpass = lambda x: maxk.pass_at_k_variance(x, k)
+  for f, x, want in ((fmax, r, want_max), (fpass, c, want_pass)):
+    np.testing.assert_allclose(variant(f)(x), want, rtol=2e-5, atol=1e-7)
+    np.testing.assert_allclose(variant(jax.vmap(f))(x), want, rtol=2e-5, atol=1e-7)
 
 
 def test_grad_for_k1_is_the_sample_variance_gradient():

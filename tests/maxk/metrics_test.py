@@ -2,8 +2,6 @@
 
 import math
 
-from absl.testing import parameterized
-import chex
 import hypothesis
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
@@ -14,6 +12,7 @@ import pytest
 
 import maxk
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 
 @pytest.mark.parametrize("n", range(1, 9))
@@ -69,21 +68,20 @@ def test_max_at_k_properties(r, data):
     assert float(maxk.max_at_k(r.astype(np.float32), k + 1)) >= got - 1e-5
 
 
-class JitVmapTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.parameters(1, 3, 6)
-  def test_against_enumeration(self, k):
-    rng = np.random.default_rng(0)
-    r = rng.normal(size=(5, 6)).astype(np.float32)
-    c = rng.random((5, 6)) < 0.5
-    want_max = [enumeration.max_at_k(row, k) for row in r]
-    want_pass = [enumeration.pass_at_k(row, k) for row in c]
-    max_at_k = lambda x: maxk.max_at_k(x, k)
-    pass_at_k = lambda x: maxk.pass_at_k(x, k)
-    np.testing.assert_allclose(self.variant(max_at_k)(r), want_max, rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(self.variant(jax.vmap(max_at_k))(r), want_max, rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(self.variant(pass_at_k)(c), want_pass, rtol=1e-6)
-    np.testing.assert_allclose(self.variant(jax.vmap(pass_at_k))(c), want_pass, rtol=1e-6)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_against_enumeration_jit_vmap(variant, k):
+  rng = np.random.default_rng(0)
+  r = rng.normal(size=(5, 6)).astype(np.float32)
+  c = rng.random((5, 6)) < 0.5
+  want_max = [enumeration.max_at_k(row, k) for row in r]
+  want_pass = [enumeration.pass_at_k(row, k) for row in c]
+  max_at_k = lambda x: maxk.max_at_k(x, k)
+  pass_at_k = lambda x: maxk.pass_at_k(x, k)
+  np.testing.assert_allclose(variant(max_at_k)(r), want_max, rtol=1e-6, atol=1e-7)
+  np.testing.assert_allclose(variant(jax.vmap(max_at_k))(r), want_max, rtol=1e-6, atol=1e-7)
+  np.testing.assert_allclose(variant(pass_at_k)(c), want_pass, rtol=1e-6)
+  np.testing.assert_allclose(variant(jax.vmap(pass_at_k))(c), want_pass, rtol=1e-6)
 
 
 def test_grad_of_max_at_k_is_the_weight_vector():

@@ -1,7 +1,5 @@
 """Tests for the off-policy max@k weights and the importance-weighted surrogate."""
 
-from absl.testing import parameterized
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,6 +7,7 @@ import pytest
 
 import maxk
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 
 @pytest.mark.parametrize("n", range(1, 9))
@@ -106,23 +105,21 @@ def test_first_order_bias_shrinks_quadratically():
   assert np.all(biases[:-1] / biases[1:] > 3.0), biases
 
 
-class JitVmapTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.product(method=("exact", "first_order"), k=(1, 4))
-  def test_against_enumeration(self, method, k):
-    rng = np.random.default_rng(2)
-    r = rng.normal(size=(3, 6)).astype(np.float32)
-    lr = 0.2 * rng.normal(size=(3, 6)).astype(np.float32)
-    f = lambda a, b: maxk.max_at_k_advantages_off_policy(a, b, k, method=method)
-    want = np.stack([enumeration.off_policy(r[i], lr[i], k, method) for i in range(3)])
-    np.testing.assert_allclose(self.variant(f)(r, lr), want, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(self.variant(jax.vmap(f))(r, lr), want, rtol=1e-5, atol=1e-6)
-    surrogate = lambda a, b: maxk.max_at_k_surrogate(b, jnp.zeros_like(b), a, k)
-    want_j = [enumeration.surrogate(r[i], lr[i], k) for i in range(3)]
-    np.testing.assert_allclose(self.variant(surrogate)(r, lr), want_j, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(
-      self.variant(jax.vmap(surrogate))(r, lr), want_j, rtol=1e-5, atol=1e-6
-    )
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("method", ["exact", "first_order"])
+@pytest.mark.parametrize("k", [1, 4])
+def test_against_enumeration_jit_vmap(variant, method, k):
+  rng = np.random.default_rng(2)
+  r = rng.normal(size=(3, 6)).astype(np.float32)
+  lr = 0.2 * rng.normal(size=(3, 6)).astype(np.float32)
+  f = lambda a, b: maxk.max_at_k_advantages_off_policy(a, b, k, method=method)
+  want = np.stack([enumeration.off_policy(r[i], lr[i], k, method) for i in range(3)])
+  np.testing.assert_allclose(variant(f)(r, lr), want, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(variant(jax.vmap(f))(r, lr), want, rtol=1e-5, atol=1e-6)
+  surrogate = lambda a, b: maxk.max_at_k_surrogate(b, jnp.zeros_like(b), a, k)
+  want_j = [enumeration.surrogate(r[i], lr[i], k) for i in range(3)]
+  np.testing.assert_allclose(variant(surrogate)(r, lr), want_j, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(variant(jax.vmap(surrogate))(r, lr), want_j, rtol=1e-5, atol=1e-6)
 
 
 def test_grad_and_nan_isolation():

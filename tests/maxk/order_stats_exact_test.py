@@ -1,7 +1,5 @@
 """Tests for maxk.order_stat_exact: exact rank objectives of categorical policies."""
 
-from absl.testing import parameterized
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,6 +7,7 @@ import pytest
 
 import maxk
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 
 def _weights(k):
@@ -115,19 +114,18 @@ def test_large_k_identities():
   assert np.all(np.isfinite(g))
 
 
-class JitVmapTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.parameters(1, 3)
-  def test_jit_and_vmap(self, k):
-    probs, values = enumeration.BON_CASES[2]
-    w = np.random.default_rng(k).normal(size=k)
-    want = enumeration.exact_order_stat(probs / probs.sum(), values, w)
-    f = lambda p, v: maxk.order_stat_exact(p, v, w)
-    np.testing.assert_allclose(self.variant(f)(probs, values), want, rtol=1e-5, atol=1e-6)
-    batch_p, batch_v = np.stack([probs] * 3), np.stack([values] * 3)
-    np.testing.assert_allclose(
-      self.variant(jax.vmap(f))(batch_p, batch_v), [want] * 3, rtol=1e-5, atol=1e-6
-    )
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("k", [1, 3])
+def test_jit_and_vmap(variant, k):
+  probs, values = enumeration.BON_CASES[2]
+  w = np.random.default_rng(k).normal(size=k)
+  want = enumeration.exact_order_stat(probs / probs.sum(), values, w)
+  f = lambda p, v: maxk.order_stat_exact(p, v, w)
+  np.testing.assert_allclose(variant(f)(probs, values), want, rtol=1e-5, atol=1e-6)
+  batch_p, batch_v = np.stack([probs] * 3), np.stack([values] * 3)
+  np.testing.assert_allclose(
+    variant(jax.vmap(f))(batch_p, batch_v), [want] * 3, rtol=1e-5, atol=1e-6
+  )
 
 
 # ±inf rewards, with zero-probability outcomes among them: [B, 4] probs and rewards.

@@ -7,7 +7,6 @@ References are written independently of the code under test: exact fractions
 from fractions import Fraction
 import math
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,6 +15,7 @@ import pytest
 import maxk
 from maxk._src import peers
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 
 def _pass_at_k_training_exact(n, k):
@@ -135,16 +135,15 @@ def test_maxrl_unbiasedness_by_enumeration(n):
     np.testing.assert_allclose(est, want, atol=1e-6)
 
 
-class MaxrlJitVmapTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_jit_vmap(self):
-    c = np.array([[1, 0, 0, 1], [0, 0, 0, 0], [1, 1, 1, 1]], np.float32)
-    want = _maxrl_numpy(c, True)
-    np.testing.assert_allclose(self.variant(peers.maxrl_advantages)(c), want, rtol=1e-6)
-    np.testing.assert_allclose(self.variant(jax.vmap(peers.maxrl_advantages))(c), want, rtol=1e-6)
-    r = np.array([[0.1, 0.7, 0.7, -1.0], [3.0, -np.inf, 2.0, 1.0]], np.float32)
-    got = self.variant(peers.max_minus_second_advantages)(r)
-    np.testing.assert_array_equal(got, [[0, 0, 0, 0], [1, 0, 0, 0]])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_maxrl_jit_vmap(variant):
+  c = np.array([[1, 0, 0, 1], [0, 0, 0, 0], [1, 1, 1, 1]], np.float32)
+  want = _maxrl_numpy(c, True)
+  np.testing.assert_allclose(variant(peers.maxrl_advantages)(c), want, rtol=1e-6)
+  np.testing.assert_allclose(variant(jax.vmap(peers.maxrl_advantages))(c), want, rtol=1e-6)
+  r = np.array([[0.1, 0.7, 0.7, -1.0], [3.0, -np.inf, 2.0, 1.0]], np.float32)
+  got = variant(peers.max_minus_second_advantages)(r)
+  np.testing.assert_array_equal(got, [[0, 0, 0, 0], [1, 0, 0, 0]])
 
 
 def test_max_minus_second_infinities():

@@ -1,6 +1,5 @@
 """Tests for the peer estimators: GRPO, RLOO, max-minus-second, Pass@k Training."""
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,6 +7,7 @@ import pytest
 
 import maxk
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 
 def test_grpo_matches_definition():
@@ -119,31 +119,30 @@ def test_unbiasedness_of_rloo_and_max_minus_second():
     np.testing.assert_allclose(est, enumeration.exact_max_at_k_grad(logits, values, n), atol=2e-6)
 
 
-class JitVmapTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_against_references(self):
-    rng = np.random.default_rng(1)
-    r = rng.normal(size=(3, 5)).astype(np.float32)
-    c = (rng.random((3, 5)) < 0.5).astype(np.float32)
-    r64 = r.astype(np.float64)
-    grpo = (r64 - r64.mean(-1, keepdims=True)) / (r64.std(-1, keepdims=True) + 1e-6)
-    cases = [
-      (maxk.grpo_advantages, r, grpo),
-      (maxk.rloo_advantages, r, np.stack([enumeration.rloo(row) for row in r])),
-      (
-        maxk.max_minus_second_advantages,
-        r,
-        np.stack([enumeration.max_minus_second(row) for row in r]),
-      ),
-      (
-        lambda x: maxk.pass_at_k_training_advantages(x, 2),
-        c,
-        np.stack([enumeration.pass_at_k_training(row, 2) for row in c]),
-      ),
-    ]
-    for f, x, want in cases:
-      np.testing.assert_allclose(self.variant(f)(x), want, rtol=1e-5, atol=1e-5)
-      np.testing.assert_allclose(self.variant(jax.vmap(f))(x), want, rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_against_references_jit_vmap(variant):
+  rng = np.random.default_rng(1)
+  r = rng.normal(size=(3, 5)).astype(np.float32)
+  c = (rng.random((3, 5)) < 0.5).astype(np.float32)
+  r64 = r.astype(np.float64)
+  grpo = (r64 - r64.mean(-1, keepdims=True)) / (r64.std(-1, keepdims=True) + 1e-6)
+  cases = [
+    (maxk.grpo_advantages, r, grpo),
+    (maxk.rloo_advantages, r, np.stack([enumeration.rloo(row) for row in r])),
+    (
+      maxk.max_minus_second_advantages,
+      r,
+      np.stack([enumeration.max_minus_second(row) for row in r]),
+    ),
+    (
+      lambda x: maxk.pass_at_k_training_advantages(x, 2),
+      c,
+      np.stack([enumeration.pass_at_k_training(row, 2) for row in c]),
+    ),
+  ]
+  for f, x, want in cases:
+    np.testing.assert_allclose(variant(f)(x), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(variant(jax.vmap(f))(x), want, rtol=1e-5, atol=1e-5)
 
 
 def test_nan_isolation():

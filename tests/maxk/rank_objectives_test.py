@@ -4,8 +4,6 @@ and advantages, against subset enumeration and exact outcome-tuple expectations.
 import fractions
 import math
 
-from absl.testing import parameterized
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,6 +11,7 @@ import pytest
 
 import maxk
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 BASELINES = ["none", "loo", "loo_centered"]
 
@@ -336,29 +335,30 @@ def test_unbiased_exactly_on_categorical_policy(values, n):
       np.testing.assert_allclose(est, exact, atol=4e-6, err_msg=f"k={k} {baseline}")
 
 
-class JitVmapTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.product(baseline=BASELINES, k=(2, 6))
-  def test_advantages(self, baseline, k):
-    rng = np.random.default_rng(0)
-    r = rng.normal(size=(4, 6)).astype(np.float32)
-    w = maxk.rank_weights("median", k)
-    f = lambda x: maxk.order_stat_advantages(x, w, baseline=baseline)
-    want = np.apply_along_axis(
-      enumeration.order_stat_advantages, -1, r.astype(np.float64), w, baseline
-    )
-    np.testing.assert_allclose(self.variant(f)(r), want, rtol=1e-4, atol=2e-5)
-    np.testing.assert_allclose(self.variant(jax.vmap(f))(r), want, rtol=1e-4, atol=2e-5)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("baseline", BASELINES)
+@pytest.mark.parametrize("k", [2, 6])
+def test_advantages_jit_vmap(variant, baseline, k):
+  rng = np.random.default_rng(0)
+  r = rng.normal(size=(4, 6)).astype(np.float32)
+  w = maxk.rank_weights("median", k)
+  f = lambda x: maxk.order_stat_advantages(x, w, baseline=baseline)
+  want = np.apply_along_axis(
+    enumeration.order_stat_advantages, -1, r.astype(np.float64), w, baseline
+  )
+  np.testing.assert_allclose(variant(f)(r), want, rtol=1e-4, atol=2e-5)
+  np.testing.assert_allclose(variant(jax.vmap(f))(r), want, rtol=1e-4, atol=2e-5)
 
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_estimate(self):
-    rng = np.random.default_rng(1)
-    r = rng.normal(size=(2, 3, 5)).astype(np.float32)
-    w = [0.5, -1.0, 2.0]
-    want = np.apply_along_axis(enumeration.order_stat_at_k, -1, r.astype(np.float64), w)
-    f = lambda x: maxk.order_stat_at_k(x, w)
-    np.testing.assert_allclose(self.variant(f)(r), want, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(self.variant(jax.vmap(jax.vmap(f)))(r), want, rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_estimate_jit_vmap(variant):
+  rng = np.random.default_rng(1)
+  r = rng.normal(size=(2, 3, 5)).astype(np.float32)
+  w = [0.5, -1.0, 2.0]
+  want = np.apply_along_axis(enumeration.order_stat_at_k, -1, r.astype(np.float64), w)
+  f = lambda x: maxk.order_stat_at_k(x, w)
+  np.testing.assert_allclose(variant(f)(r), want, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(variant(jax.vmap(jax.vmap(f)))(r), want, rtol=1e-5, atol=1e-6)
 
 
 def test_grad_wrt_rewards():

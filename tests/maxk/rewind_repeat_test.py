@@ -2,14 +2,13 @@
 
 import itertools
 
-from absl.testing import parameterized
-import chex
 import jax
 import numpy as np
 import pytest
 
 import maxk
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 
 def _enumerate(p, r, threshold, m):
@@ -22,20 +21,19 @@ def _enumerate(p, r, threshold, m):
   return expected
 
 
-class RewindRepeatTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.parameters(1, 2, 3)
-  def test_equals_enumeration(self, max_tries):
-    p = np.array([[0.5, 0.2, 0.2, 0.1], [0.1, 0.3, 0.0, 0.6]], np.float32)
-    r = np.array([[0.0, 1.0, 2.0, 3.0], [2.0, 0.0, 1.0, 0.0]], np.float32)
-    threshold = np.array([2.0, 1.0], np.float32)
-    fn = lambda a, b, t: maxk.rewind_repeat_pmf(a, b, t, max_tries=max_tries)
-    batched = self.variant(fn)(p, r, threshold)
-    vmapped = self.variant(jax.vmap(fn))(p, r, threshold)
-    for i in range(2):
-      want = _enumerate(p[i], r[i], threshold[i], max_tries)
-      np.testing.assert_allclose(batched[i], want, rtol=1e-5, atol=1e-7)
-      np.testing.assert_allclose(vmapped[i], want, rtol=1e-5, atol=1e-7)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("max_tries", [1, 2, 3])
+def test_equals_enumeration(variant, max_tries):
+  p = np.array([[0.5, 0.2, 0.2, 0.1], [0.1, 0.3, 0.0, 0.6]], np.float32)
+  r = np.array([[0.0, 1.0, 2.0, 3.0], [2.0, 0.0, 1.0, 0.0]], np.float32)
+  threshold = np.array([2.0, 1.0], np.float32)
+  fn = lambda a, b, t: maxk.rewind_repeat_pmf(a, b, t, max_tries=max_tries)
+  batched = variant(fn)(p, r, threshold)
+  vmapped = variant(jax.vmap(fn))(p, r, threshold)
+  for i in range(2):
+    want = _enumerate(p[i], r[i], threshold[i], max_tries)
+    np.testing.assert_allclose(batched[i], want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(vmapped[i], want, rtol=1e-5, atol=1e-7)
 
 
 def test_unlimited_kl_is_log_inverse_acceptance():

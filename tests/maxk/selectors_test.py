@@ -9,14 +9,14 @@ import fractions
 import itertools
 import math
 
-from absl.testing import parameterized
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import maxk
+from tests.maxk.variants import VARIANTS
+from tests.maxk.variants import WITH_JIT
 
 UNBIASED = ["none", "loo", "loo_centered", "loo_minus_one"]
 
@@ -388,29 +388,29 @@ def test_exact_broadcasts_scores_and_rewards_over_a_batch():
 # Transformations, NaN and bad input
 
 
-class JitVmapTest(chex.TestCase):
-  @chex.variants(with_jit=True)
-  @parameterized.product(baseline=("loo_minus_one", "mean_std"))  # Each kind is jitted alike.
-  def test_against_subsets(self, baseline, k=3):
-    rng = np.random.default_rng(0)
-    s, r = _tied_pair(rng, (3, 6))
-    s32, r32 = s.astype(np.float32), r.astype(np.float32)
-    f = lambda a, b: maxk.selected_at_k_advantages(a, b, k, baseline=baseline)
-    want = np.stack([_advantages(si, ri, k, baseline) for si, ri in zip(s, r)])
-    np.testing.assert_allclose(self.variant(f)(s32, r32), want, rtol=1e-4, atol=3e-5)
-    np.testing.assert_allclose(self.variant(jax.vmap(f))(s32, r32), want, rtol=1e-4, atol=3e-5)
-    g = lambda a, b: maxk.selected_at_k(a, b, k)
-    want_sel = [_sel(si, ri, k) for si, ri in zip(s, r)]
-    np.testing.assert_allclose(self.variant(jax.vmap(g))(s32, r32), want_sel, rtol=1e-5)
+@pytest.mark.parametrize("variant", WITH_JIT)
+@pytest.mark.parametrize("baseline", ["loo_minus_one", "mean_std"])  # Each kind is jitted alike.
+def test_against_subsets_jit_vmap(variant, baseline, k=3):
+  rng = np.random.default_rng(0)
+  s, r = _tied_pair(rng, (3, 6))
+  s32, r32 = s.astype(np.float32), r.astype(np.float32)
+  f = lambda a, b: maxk.selected_at_k_advantages(a, b, k, baseline=baseline)
+  want = np.stack([_advantages(si, ri, k, baseline) for si, ri in zip(s, r)])
+  np.testing.assert_allclose(variant(f)(s32, r32), want, rtol=1e-4, atol=3e-5)
+  np.testing.assert_allclose(variant(jax.vmap(f))(s32, r32), want, rtol=1e-4, atol=3e-5)
+  g = lambda a, b: maxk.selected_at_k(a, b, k)
+  want_sel = [_sel(si, ri, k) for si, ri in zip(s, r)]
+  np.testing.assert_allclose(variant(jax.vmap(g))(s32, r32), want_sel, rtol=1e-5)
 
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_exact(self):
-    p = jnp.asarray([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]])
-    s = jnp.asarray([1.0, 0.0, 1.0])
-    r = jnp.asarray([0.5, 2.0, -1.0])
-    got = self.variant(jax.vmap(lambda q: maxk.selected_at_k_exact(q, s, r, 3)))(p)
-    want = [_exact_by_tuples(np.asarray(q), s, r, 3)[1] for q in p]
-    np.testing.assert_allclose(got, want, atol=1e-6)
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_exact_jit_vmap(variant):
+  p = jnp.asarray([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]])
+  s = jnp.asarray([1.0, 0.0, 1.0])
+  r = jnp.asarray([0.5, 2.0, -1.0])
+  got = variant(jax.vmap(lambda q: maxk.selected_at_k_exact(q, s, r, 3)))(p)
+  want = [_exact_by_tuples(np.asarray(q), s, r, 3)[1] for q in p]
+  np.testing.assert_allclose(got, want, atol=1e-6)
 
 
 def test_nan_only_affects_its_group():

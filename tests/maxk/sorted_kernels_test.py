@@ -1,58 +1,62 @@
 """Tests for maxk._src.sorted_kernels against NumPy loops and matrix forms."""
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from maxk._src import sorted_kernels
+from tests.maxk.variants import VARIANTS
 
 
-class KernelsTest(chex.TestCase):
-  def setUp(self):
-    super().setUp()
-    rng = np.random.default_rng(0)
-    self.x = rng.normal(size=(3, 6)).astype(np.float32)
+@pytest.fixture
+def x32() -> np.ndarray:
+  """A [3, 6] batch of normal rows in float32, fresh for each test."""
+  rng = np.random.default_rng(0)
+  return rng.normal(size=(3, 6)).astype(np.float32)
 
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_exclusive_sums(self):
-    x = self.x.astype(np.float64)
-    n = x.shape[-1]
-    want_prefix = np.stack([[x[b, :j].sum() for j in range(n)] for b in range(3)])
-    want_suffix = np.stack([[x[b, j + 1 :].sum() for j in range(n)] for b in range(3)])
-    prefix = self.variant(sorted_kernels.exclusive_prefix_sum)
-    suffix = self.variant(sorted_kernels.exclusive_suffix_sum)
-    np.testing.assert_allclose(prefix(self.x), want_prefix, atol=1e-5)
-    np.testing.assert_allclose(suffix(self.x), want_suffix, atol=1e-5)
-    np.testing.assert_allclose(self.variant(jax.vmap(prefix))(self.x), want_prefix, atol=1e-5)
 
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_apply_sorted_transform_equals_its_matrix(self):
-    rng = np.random.default_rng(1)
-    n = self.x.shape[-1]
-    coeffs = sorted_kernels.SortedTransform(
-      diag=rng.random(n), suffix=rng.random(n), prefix=rng.random(n)
-    )
-    # a_j = d_j r_j + Σ_{m>j} u_m r_m − Σ_{m<j} p_m r_m as a matrix over ranks.
-    j, m = np.arange(n)[:, None], np.arange(n)[None, :]
-    w = np.where(j == m, coeffs.diag[m], 0) + np.where(m > j, coeffs.suffix[m], 0)
-    w -= np.where(m < j, coeffs.prefix[m], 0)
-    r = np.sort(self.x, axis=-1)
-    got = self.variant(lambda a: sorted_kernels.apply_sorted_transform(a, coeffs))(r)
-    np.testing.assert_allclose(got, r.astype(np.float64) @ w.T, atol=1e-5)
-    vmapped = self.variant(jax.vmap(lambda a: sorted_kernels.apply_sorted_transform(a, coeffs)))
-    np.testing.assert_allclose(vmapped(r), r.astype(np.float64) @ w.T, atol=1e-5)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_exclusive_sums(variant, x32):
+  x = x32.astype(np.float64)
+  n = x.shape[-1]
+  want_prefix = np.stack([[x[b, :j].sum() for j in range(n)] for b in range(3)])
+  want_suffix = np.stack([[x[b, j + 1 :].sum() for j in range(n)] for b in range(3)])
+  prefix = variant(sorted_kernels.exclusive_prefix_sum)
+  suffix = variant(sorted_kernels.exclusive_suffix_sum)
+  np.testing.assert_allclose(prefix(x32), want_prefix, atol=1e-5)
+  np.testing.assert_allclose(suffix(x32), want_suffix, atol=1e-5)
+  np.testing.assert_allclose(variant(jax.vmap(prefix))(x32), want_prefix, atol=1e-5)
 
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_zscore_matches_numpy_and_constant_groups_are_zero(self):
-    x = self.x.astype(np.float64)
-    want = (x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + 1e-6)
-    zscore = self.variant(lambda a: sorted_kernels.zscore(a, eps=1e-6))
-    np.testing.assert_allclose(zscore(self.x), want, rtol=1e-4, atol=1e-5)
-    const = jnp.full((2, 5), 1e6 + 0.7, jnp.float32)
-    assert np.all(np.asarray(zscore(const)) == 0)
-    grad = jax.grad(lambda a: jnp.sum(sorted_kernels.zscore(a, eps=1e-6) * jnp.arange(5.0)))
-    assert np.all(np.isfinite(grad(const)))
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_apply_sorted_transform_equals_its_matrix(variant, x32):
+  rng = np.random.default_rng(1)
+  n = x32.shape[-1]
+  coeffs = sorted_kernels.SortedTransform(
+    diag=rng.random(n), suffix=rng.random(n), prefix=rng.random(n)
+  )
+  # a_j = d_j r_j + Σ_{m>j} u_m r_m − Σ_{m<j} p_m r_m as a matrix over ranks.
+  j, m = np.arange(n)[:, None], np.arange(n)[None, :]
+  w = np.where(j == m, coeffs.diag[m], 0) + np.where(m > j, coeffs.suffix[m], 0)
+  w -= np.where(m < j, coeffs.prefix[m], 0)
+  r = np.sort(x32, axis=-1)
+  got = variant(lambda a: sorted_kernels.apply_sorted_transform(a, coeffs))(r)
+  np.testing.assert_allclose(got, r.astype(np.float64) @ w.T, atol=1e-5)
+  vmapped = variant(jax.vmap(lambda a: sorted_kernels.apply_sorted_transform(a, coeffs)))
+  np.testing.assert_allclose(vmapped(r), r.astype(np.float64) @ w.T, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_zscore_matches_numpy_and_constant_groups_are_zero(variant, x32):
+  x = x32.astype(np.float64)
+  want = (x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + 1e-6)
+  zscore = variant(lambda a: sorted_kernels.zscore(a, eps=1e-6))
+  np.testing.assert_allclose(zscore(x32), want, rtol=1e-4, atol=1e-5)
+  const = jnp.full((2, 5), 1e6 + 0.7, jnp.float32)
+  assert np.all(np.asarray(zscore(const)) == 0)
+  grad = jax.grad(lambda a: jnp.sum(sorted_kernels.zscore(a, eps=1e-6) * jnp.arange(5.0)))
+  assert np.all(np.isfinite(grad(const)))
 
 
 def test_zero_coefficients_ignore_infinite_rewards():

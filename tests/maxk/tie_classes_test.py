@@ -1,7 +1,5 @@
 """Tests for maxk._src.tie_classes: the tie-class CDFs and the collision probability."""
 
-from absl.testing import parameterized
-import chex
 import jax
 import numpy as np
 import pytest
@@ -9,31 +7,32 @@ import pytest
 import maxk
 from maxk._src import tie_classes
 from tests.maxk import enumeration
+from tests.maxk.variants import VARIANTS
 
 _CASES = enumeration.BON_CASES
 
 
-class CollisionProbabilityTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.parameters(*range(len(_CASES)))
-  def test_equals_brute_force_sum_over_pairs(self, case):
-    p, r = _CASES[case]
-    got = self.variant(maxk.reward_collision_probability)(p, r)
-    np.testing.assert_allclose(got, enumeration.collision_probability(p, r), rtol=1e-6)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("case", range(len(_CASES)))
+def test_collision_probability_equals_brute_force_sum_over_pairs(variant, case):
+  p, r = _CASES[case]
+  got = variant(maxk.reward_collision_probability)(p, r)
+  np.testing.assert_allclose(got, enumeration.collision_probability(p, r), rtol=1e-6)
 
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_batch_axes_and_vmap(self):
-    rng = np.random.default_rng(0)
-    p = rng.dirichlet(np.ones(6), size=(2, 3)).astype(np.float32)
-    r = rng.integers(0, 3, size=(2, 3, 6)).astype(np.float32)
-    batched = self.variant(maxk.reward_collision_probability)(p, r)
-    vmapped = self.variant(jax.vmap(maxk.reward_collision_probability))(p, r)
-    assert batched.shape == (2, 3)
-    for i in range(2):
-      for j in range(3):
-        want = enumeration.collision_probability(p[i, j], r[i, j])
-        np.testing.assert_allclose(batched[i, j], want, rtol=1e-5)
-        np.testing.assert_allclose(vmapped[i, j], want, rtol=1e-5)
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_collision_probability_batch_axes_and_vmap(variant):
+  rng = np.random.default_rng(0)
+  p = rng.dirichlet(np.ones(6), size=(2, 3)).astype(np.float32)
+  r = rng.integers(0, 3, size=(2, 3, 6)).astype(np.float32)
+  batched = variant(maxk.reward_collision_probability)(p, r)
+  vmapped = variant(jax.vmap(maxk.reward_collision_probability))(p, r)
+  assert batched.shape == (2, 3)
+  for i in range(2):
+    for j in range(3):
+      want = enumeration.collision_probability(p[i, j], r[i, j])
+      np.testing.assert_allclose(batched[i, j], want, rtol=1e-5)
+      np.testing.assert_allclose(vmapped[i, j], want, rtol=1e-5)
 
 
 def test_collision_probability_unique_rewards_and_ties():

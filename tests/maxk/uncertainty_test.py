@@ -3,8 +3,6 @@
 from fractions import Fraction
 import math
 
-from absl.testing import parameterized
-import chex
 import jax
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ from scipy import stats
 import maxk
 from maxk._src.uncertainty import _critical_value
 from maxk._src.uncertainty import beta_ppf
+from tests.maxk.variants import VARIANTS
 
 
 def _numpy_interval(x, confidence, crit=None):
@@ -142,31 +141,31 @@ def test_bayes_at_n_k1_uniform_is_laplace_average():
   np.testing.assert_allclose(maxk.bayes_at_n(correct, 2).mean, want, rtol=1e-5)
 
 
-class JitVmapTest(chex.TestCase):
-  @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.parameters("normal", "t")
-  def test_mean_and_paired(self, distribution):
-    rng = np.random.default_rng(0)
-    x, y = rng.normal(size=(4, 9)), rng.normal(size=(4, 9))
-    crit = (stats.norm.ppf(0.975) if distribution == "normal" else stats.t.ppf(0.975, 8),)
-    f = lambda u: maxk.mean_with_interval(u, distribution=distribution)
-    g = lambda u, w: maxk.paired_difference(u, w, distribution=distribution)
-    for fn, args, ref in ((f, (x,), x), (g, (x, y), x - y)):
-      want = _numpy_interval(ref, 0.95, crit[0])
-      for out in (self.variant(fn)(*args), self.variant(jax.vmap(fn))(*args)):
-        for got_i, want_i in zip(out, want):
-          np.testing.assert_allclose(got_i, want_i, rtol=1e-5, atol=1e-6)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("distribution", ["normal", "t"])
+def test_mean_and_paired_jit_vmap(variant, distribution):
+  rng = np.random.default_rng(0)
+  x, y = rng.normal(size=(4, 9)), rng.normal(size=(4, 9))
+  crit = (stats.norm.ppf(0.975) if distribution == "normal" else stats.t.ppf(0.975, 8),)
+  f = lambda u: maxk.mean_with_interval(u, distribution=distribution)
+  g = lambda u, w: maxk.paired_difference(u, w, distribution=distribution)
+  for fn, args, ref in ((f, (x,), x), (g, (x, y), x - y)):
+    want = _numpy_interval(ref, 0.95, crit[0])
+    for out in (variant(fn)(*args), variant(jax.vmap(fn))(*args)):
+      for got_i, want_i in zip(out, want):
+        np.testing.assert_allclose(got_i, want_i, rtol=1e-5, atol=1e-6)
 
-  @chex.variants(with_jit=True, without_jit=True)
-  def test_posterior(self):
-    correct = np.random.default_rng(1).random((3, 5, 6)) < 0.5
-    want = maxk.pass_at_k_posterior(correct, 2)
-    f = lambda c: maxk.pass_at_k_posterior(c, 2)
-    for g, w in zip(self.variant(jax.vmap(f))(correct), want):
-      np.testing.assert_allclose(g, w, rtol=1e-6)
-    np.testing.assert_allclose(
-      self.variant(lambda c: maxk.bayes_at_n(c, 2).mean)(correct), want.mean.mean(-1), rtol=1e-6
-    )
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_posterior_jit_vmap(variant):
+  correct = np.random.default_rng(1).random((3, 5, 6)) < 0.5
+  want = maxk.pass_at_k_posterior(correct, 2)
+  f = lambda c: maxk.pass_at_k_posterior(c, 2)
+  for g, w in zip(variant(jax.vmap(f))(correct), want):
+    np.testing.assert_allclose(g, w, rtol=1e-6)
+  np.testing.assert_allclose(
+    variant(lambda c: maxk.bayes_at_n(c, 2).mean)(correct), want.mean.mean(-1), rtol=1e-6
+  )
 
 
 def test_nan_only_affects_its_row():
