@@ -269,8 +269,9 @@ def _coefficient(a: jax.Array, b: jax.Array, degree: int) -> jax.Array:
   return jnp.sum(a[..., : degree + 1] * jnp.flip(b[..., : degree + 1], -1), -1)
 
 
-def _coefficient_at(a: jax.Array, b: jax.Array, degree: jax.Array) -> jax.Array:
-  """:func:`_coefficient` at a traced ``degree`` in [0, k] (k + 1 = the last axis)."""
+def _coefficient_at(a: jax.Array, b: jax.Array, degree: int | jax.Array) -> jax.Array:
+  """:func:`_coefficient` at a ``degree`` in [0, k] that may be traced (k + 1 = the
+  last axis)."""
   lag = degree - jnp.arange(a.shape[-1])
   b_lagged = jnp.take(b, jnp.maximum(lag, 0), axis=-1)  # b[..., degree − x]
   return jnp.sum(jnp.where(lag >= 0, a * b_lagged, 0), -1)
@@ -730,14 +731,11 @@ def _advantage_row(
     # An answer with its own slot: all-but-one products from the prefix and suffix.
     less = pmf[jnp.maximum(c - 1, 0)]
     slot_values = []
-    for rows, coefficient in (
-      (_shift_right(less), functools.partial(_coefficient, degree=k)),
-      (less, functools.partial(_coefficient_at, degree=removed_degree)),
-    ):
+    for rows, degree in ((_shift_right(less), k), (less, removed_degree)):
       fv, tv = _slot_factors(rows, corr_s[:j_slots], valid, level)
       a = _times_short(pre_d, fv, level) + tv[:, None, None] * _times_power(pre, t)
       b = _times_short(pre, fv, level)
-      both = coefficient(a, suf) + coefficient(b, suf_d)
+      both = _coefficient_at(a, suf, degree) + _coefficient_at(b, suf_d, degree)
       slot_values.append(jnp.pad(both @ weight, (0, n - j_slots)))
     in_slot = (jnp.arange(n) < j_slots) & (cs >= t)
     forced_s += jnp.where(in_slot, slot_values[0], level_forced_pool)
@@ -752,8 +750,9 @@ def _advantage_row(
   share = k / size  # k/n, or k/m per group
   s_val = share * s_scaled / pmf[size - 1, k - 1]
   # "loo_minus_one": one ratio for both terms, their difference formed before dividing.
-  minus_one = share * (s_scaled - pick(removed)) / pmf[size - 1, k - 1]
-  loo = s_val - scale * pick(removed) / pmf[size - 1, k]
+  s_removed = pick(removed)
+  minus_one = share * (s_scaled - s_removed) / pmf[size - 1, k - 1]
+  loo = s_val - scale * s_removed / pmf[size - 1, k]
   loo = loo if plain is None else jnp.where(plain, s_val, loo)
   return jnp.where(code == _NONE, s_val, jnp.where(code == _LOO_MINUS_ONE, minus_one, loo))
 
