@@ -118,6 +118,21 @@ def _counts(rows, family):
   return detected, equivalent, len(mine)
 
 
+# ------------------------------------------------------------ the committed block
+
+
+def test_the_committed_readme_block_is_generated_from_the_committed_study():
+  """README.md's block is the one docs/lm_study's files give, and it passes the checker."""
+  contrasts = os.path.join(_ROOT, "docs", "lm_study", "contrasts.csv")
+  readme = os.path.join(_ROOT, "README.md")
+  generated = _generate(contrasts, readme)
+  with open(readme) as f:
+    committed = mk.block_of(f.read())
+  assert readme_section.first_difference(committed, generated) is None
+  assert mk.claim_problems(committed, _read(contrasts)) == []
+  assert mk.INCOMPLETE_MARK.strip("*") not in committed
+
+
 # ------------------------------------------------------------ the generated block
 
 
