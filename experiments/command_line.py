@@ -4,7 +4,9 @@ A binary's ``main.py`` defines these flags with :func:`define_flags` and calls i
 ``run(config, workdir)`` inside :func:`one_line_errors`. ``--config`` is an
 ml_collections config file (``path`` or ``path:variant``; the binary's
 ``configs/default.py`` by default) whose fields ``--config.FIELD=VALUE`` overrides;
-``--workdir`` (alias ``--out_dir``) is the output folder.
+``--workdir`` (alias ``--out_dir``) is the output folder. A list field (a tuple in
+the config file) is overridden comma-separated, ``--config.ns=4,8``
+(:class:`ListParser`).
 
 A binary's ``__main__`` starts it with :func:`run`: a mistake on the command line (an
 unknown config field, a config file that does not exist, an unknown variant, a value
@@ -32,6 +34,7 @@ from absl import app
 from absl import flags
 import ml_collections
 from ml_collections import config_flags
+from ml_collections.config_flags import tuple_parser
 
 from experiments import config_checks
 from experiments import outputs
@@ -39,6 +42,27 @@ from experiments import startup_logs
 
 # At import, before any binary's module can start JAX's backends.
 startup_logs.quiet_startup_noise()
+
+
+class ListParser(tuple_parser.TupleParser):
+  """The parser of ``--config.FIELD=TEXT`` for a list (tuple) field:
+  :func:`experiments.config_checks.parse_list` (``4,8``, ``(4, 8)``, ``4``,
+  ``easy,hard``, ``1,8:200:1``; empty: the empty list).
+
+  A subclass of ml_collections' tuple parser, registered for ``tuple`` when this module
+  is imported (every binary with ``--config`` imports it), so that a repeated flag
+  (``--config.ns=4 --config.ns=8``) still extends the list as ml_collections does. The
+  tuple parser itself reads ``easy,hard`` as one item and refuses ``1,8:200:1``, comma
+  forms the README documents.
+  """
+
+  def parse(self, argument: Any) -> tuple[Any, ...]:
+    if isinstance(argument, str):
+      return config_checks.parse_list(argument)
+    return super().parse(argument)
+
+
+config_flags.register_flag_parser_for_type(tuple, ListParser())
 
 
 def define_flags(
@@ -65,15 +89,22 @@ def define_flags(
 
 
 @contextlib.contextmanager
-def one_line_errors(argv: Sequence[str]) -> Iterator[None]:
+def one_line_errors(argv: Sequence[str], *errors: type[Exception]) -> Iterator[None]:
   """Runs the body of a binary's ``main``: stray arguments, or a
   :class:`experiments.config_checks.ConfigError` (the run raises it before writing
-  anything), end the process with exit code 1 and one line naming them."""
+  anything) or one of ``errors`` (a binary's own refusals, e.g. a study it cannot
+  summarise), end the process with exit code 1 and one line, ``BINARY: PROBLEM``.
+
+  Every binary ends this way, so that the binary's name is written once, here
+  (:func:`experiments.outputs.binary_name`), and stray arguments get the same line in
+  every binary (absl's ``app.UsageError`` prints the whole usage).
+  """
   if len(argv) > 1:
     _exit_with(f"unexpected arguments {list(argv[1:])} (flags are written --NAME=VALUE).")
+  caught: tuple[type[Exception], ...] = (config_checks.ConfigError, *errors)
   try:
     yield
-  except config_checks.ConfigError as e:
+  except caught as e:
     raise SystemExit(f"{outputs.binary_name()}: {e}") from None
 
 

@@ -17,6 +17,11 @@ from maxk._src.best_of_n_bounds import bon_kl_gap_bound_delta
 from maxk._src.best_of_n_bounds import bon_kl_gap_lower_bound
 from maxk._src.best_of_n_bounds import bon_win_rate_gap_bound
 from maxk._src.best_of_n_bounds import bon_win_rate_gap_bound_delta
+from maxk._src.beta_binomial import fit_beta_binomial
+from maxk._src.beta_binomial import pass_at_k_beta_binomial
+from maxk._src.chi2_policy import chi2_kl
+from maxk._src.chi2_policy import chi2_pmf
+from maxk._src.chi2_policy import chi2_win_rate
 from maxk._src.curves import g_pass_at_k
 from maxk._src.curves import max_at_k_curve
 from maxk._src.curves import max_at_k_curve_variance
@@ -25,10 +30,18 @@ from maxk._src.curves import pass_at_k_curve
 from maxk._src.curves import pass_at_k_curve_variance
 from maxk._src.curves import pass_hat_k
 from maxk._src.curves import pass_hat_k_curve
+from maxk._src.distillation import bon_distillation_grad
+from maxk._src.distillation import bon_distillation_loss
+from maxk._src.distillation import calibrated_rewards
+from maxk._src.distillation import exp_calibrated_rewards
+from maxk._src.distillation import log_calibrated_rewards
 from maxk._src.divergences import kl_divergence
 from maxk._src.divergences import win_rate
 from maxk._src.estimate_variance import max_at_k_variance
 from maxk._src.estimate_variance import pass_at_k_variance
+from maxk._src.evaluate import Evaluation
+from maxk._src.evaluate import MetricRow
+from maxk._src.evaluate import evaluate_records
 from maxk._src.jspo import JSPO_VARIANTS
 from maxk._src.jspo import jspo_advantages
 from maxk._src.jspo import jspo_max_at_k_advantages
@@ -48,6 +61,12 @@ from maxk._src.peers import pass_at_k_training_advantages
 from maxk._src.peers import rloo_advantages
 from maxk._src.prompt_weights import implied_prompt_weight
 from maxk._src.prompt_weights import success_objective_advantages
+from maxk._src.proxy_selection import proxy_bon_best_n
+from maxk._src.proxy_selection import proxy_bon_reward
+from maxk._src.proxy_selection import proxy_bop_reward
+from maxk._src.proxy_selection import proxy_chi2_reward
+from maxk._src.proxy_selection import proxy_soft_bon_reward
+from maxk._src.proxy_selection import proxy_tilt_reward
 from maxk._src.rank_objectives import lift_rank_weights
 from maxk._src.rank_objectives import order_stat_advantages
 from maxk._src.rank_objectives import order_stat_at_k
@@ -57,7 +76,17 @@ from maxk._src.selectors import selected_at_k
 from maxk._src.selectors import selected_at_k_advantages
 from maxk._src.selectors import selected_at_k_exact
 from maxk._src.selectors import selected_pmf
+from maxk._src.soft_best_of_n import soft_bon_kl
+from maxk._src.soft_best_of_n import soft_bon_pmf
+from maxk._src.soft_best_of_n import soft_bon_win_rate
 from maxk._src.tie_classes import reward_collision_probability
+from maxk._src.tilted_policies import bop_kl
+from maxk._src.tilted_policies import bop_pmf
+from maxk._src.tilted_policies import bop_win_rate
+from maxk._src.tilted_policies import tilt_kl
+from maxk._src.tilted_policies import tilt_log_partition
+from maxk._src.tilted_policies import tilt_pmf
+from maxk._src.tilted_policies import tilt_win_rate
 from maxk._src.uncertainty import Interval
 from maxk._src.uncertainty import VarianceSplit
 from maxk._src.uncertainty import bayes_at_n
@@ -70,10 +99,14 @@ from maxk._version import __version__ as __version__
 
 __all__ = (
   "BASELINES",
+  "Evaluation",
   "Interval",
   "JSPO_VARIANTS",
+  "MetricRow",
   "VarianceSplit",
   "bayes_at_n",
+  "bon_distillation_grad",
+  "bon_distillation_loss",
   "bon_kl",
   "bon_kl_bound",
   "bon_kl_estimate",
@@ -86,6 +119,16 @@ __all__ = (
   "bon_win_rate_bound",
   "bon_win_rate_gap_bound",
   "bon_win_rate_gap_bound_delta",
+  "bop_kl",
+  "bop_pmf",
+  "bop_win_rate",
+  "calibrated_rewards",
+  "chi2_kl",
+  "chi2_pmf",
+  "chi2_win_rate",
+  "evaluate_records",
+  "exp_calibrated_rewards",
+  "fit_beta_binomial",
   "g_pass_at_k",
   "grpo_advantages",
   "implied_prompt_weight",
@@ -93,6 +136,7 @@ __all__ = (
   "jspo_max_at_k_advantages",
   "kl_divergence",
   "lift_rank_weights",
+  "log_calibrated_rewards",
   "maj_at_k",
   "maj_at_k_advantages",
   "maj_at_k_exact",
@@ -114,6 +158,7 @@ __all__ = (
   "order_stat_exact",
   "paired_difference",
   "pass_at_k",
+  "pass_at_k_beta_binomial",
   "pass_at_k_curve",
   "pass_at_k_curve_variance",
   "pass_at_k_posterior",
@@ -121,6 +166,12 @@ __all__ = (
   "pass_at_k_variance",
   "pass_hat_k",
   "pass_hat_k_curve",
+  "proxy_bon_best_n",
+  "proxy_bon_reward",
+  "proxy_bop_reward",
+  "proxy_chi2_reward",
+  "proxy_soft_bon_reward",
+  "proxy_tilt_reward",
   "rank_weights",
   "reward_collision_probability",
   "rewind_repeat_pmf",
@@ -129,7 +180,14 @@ __all__ = (
   "selected_at_k_advantages",
   "selected_at_k_exact",
   "selected_pmf",
+  "soft_bon_kl",
+  "soft_bon_pmf",
+  "soft_bon_win_rate",
   "success_objective_advantages",
+  "tilt_kl",
+  "tilt_log_partition",
+  "tilt_pmf",
+  "tilt_win_rate",
   "unlikeliness_advantages",
   "variance_split",
   "win_rate",

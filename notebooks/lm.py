@@ -3,7 +3,7 @@
 #
 # Reads the outputs of `python -m experiments.lm.main --config=... --workdir=DIR`: `results.csv`
 # (stage, method, k_opt, k_eval, seed, pass@k and max@k with 95% intervals over prompts) and,
-# next to it, `bins.csv`, `unsolved.csv` and `paired.csv` (see `experiments/lm/reporting.py`).
+# next to it, `bins.csv`, `unsolved.csv` and `paired.csv` (see `experiments/lm/run_outputs.py`).
 # They come from `$MAXK_LM_RESULTS` (a results.csv or a workdir) when set, else from the
 # committed sample `notebooks/data/lm_results.csv` (and `lm_bins.csv`, ... beside it; see
 # `notebooks/data/README.md`). No numbers are made up: whatever is missing, the notebook says so.

@@ -2,12 +2,16 @@
 
 import os
 import re
+import shlex
+import subprocess
+import sys
 
 import jax
 import numpy as np
 import pytest
 
 import maxk
+from tests import WAIT_S
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,6 +63,22 @@ def test_covariance_and_floor_example_prints_what_its_comment_says(capsys):
   assert printed == claimed
 
 
+@pytest.mark.parametrize(
+  "marker",
+  [
+    "maxk.soft_bon_pmf",  # Best-of-n, Best-of-Poisson, the tilt and soft best-of-n at one KL.
+    "maxk.chi2_kl",  # Best-of-n against the χ² optimum at matched KL; best n under a proxy.
+  ],
+)
+def test_example_prints_what_its_comment_says(capsys, marker):
+  blocks = re.findall(r"```python\n(.*?)```", _readme(), flags=re.S)
+  (example,) = [b for b in blocks if marker in b]
+  exec(compile(example, "README.md", "exec"), {})  # pylint: disable=exec-used
+  printed = capsys.readouterr().out.strip().splitlines()
+  claimed = example.split("# Prints:\n", 1)[1].strip().splitlines()
+  assert printed == [line.removeprefix("# ") for line in claimed]
+
+
 def test_ci_runs_readme_test_command():
   """README's command 2 is install, the fast tests, then the integration tests (`-m slow`),
   and .ci/run runs each of its steps in that order."""
@@ -92,3 +112,24 @@ def test_reproduction_time_is_the_sum_of_the_stage_estimates():
   smoke_s = sum(s.expected_s for s in stages_lib.stages(seed=0, smoke=True))
   smoke_min = re.search(r"`--smoke` runs tiny sizes \(~(\d+(?:\.\d)?) min in all", _readme())
   assert float(smoke_min.group(1)) == round(smoke_s / 60, 1)
+
+
+@pytest.mark.slow  # the commands in subprocesses (README's second test step)
+def test_evaluating_samples_tables_are_what_the_commands_print():
+  """Each `python -m maxk.evaluate` command of the section, and the text block after it."""
+  section = _readme().split("## Evaluating samples", 1)[1].split("\n## ", 1)[0]
+  pairs = re.findall(
+    r"```bash\n(python -m maxk\.evaluate [^\n]*)\n```\s*```text\n(.*?)```", section, flags=re.S
+  )
+  assert len(pairs) == 2 == section.count("python -m maxk.evaluate ")  # made-up, then lm-eval's
+  for command, printed in pairs:
+    result = subprocess.run(
+      [sys.executable, *shlex.split(command)[1:]],
+      cwd=_ROOT,
+      env={**os.environ, "PYTHONPATH": _ROOT, "JAX_PLATFORMS": "cpu"},  # this checkout's maxk
+      capture_output=True,
+      text=True,
+      timeout=WAIT_S,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == printed, command

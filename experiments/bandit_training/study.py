@@ -112,40 +112,40 @@ def run(
     experiments.config_checks.ConfigError: naming a bad field (or workdir), before
       anything is written.
   """
-  lists = validation.validate(config)
+  valid = validation.validate(config)
   workdir = outputs.start(workdir, config)
   start = time.time()
-  k_evals = lists.k_evals
+  k_evals = valid.k_evals
   runs = make_runs(
-    lists.estimators,
-    lists.k_schedules,
-    num_steps=config.num_steps,
-    n=config.n,
+    valid.estimators,
+    valid.k_schedules,
+    num_steps=valid.num_steps,
+    n=valid.n,
   )
   bandits: list[Bandit] = [
     (
       name,
       *make_bandit(
         name,
-        num_arms=config.num_arms,
-        best_arm_prob=config.best_arm_prob,
-        decoy_reward=config.decoy_reward,
-        theta0=config.theta0,
-        sigma=config.sigma,
+        num_arms=valid.num_arms,
+        best_arm_prob=valid.best_arm_prob,
+        decoy_reward=valid.decoy_reward,
+        theta0=valid.theta0,
+        sigma=valid.sigma,
       ),
     )
-    for name in lists.bandits
+    for name in valid.bandits
   ]
   rows: list[dict[str, Any]] = []
   curves: dict[tuple[str, str, str], Curves] = {}
   jobs = [(b, bandit, one_run) for b, bandit in enumerate(bandits) for one_run in runs]
   for b, bandit, (estimator, schedule) in tqdm.tqdm(jobs, desc="runs", disable=not show_progress):
-    key = jax.random.fold_in(jax.random.key(config.seed), b)
-    run_rows, run_curves = _train(config, bandit, estimator, schedule, key, k_evals)
+    key = jax.random.fold_in(jax.random.key(valid.seed), b)
+    run_rows, run_curves = _train(valid, bandit, estimator, schedule, key, k_evals)
     rows += run_rows
     curves[(bandit[0], estimator, schedule.spec)] = run_curves
   outputs.write_results_csv(workdir, rows)
-  _write_curves(config, workdir, curves, k_evals)
+  _write_curves(valid, workdir, curves, k_evals)
   logging.info("Wrote %d rows to %s in %.1f s.", len(rows), workdir, time.time() - start)
   return rows
 

@@ -88,14 +88,13 @@ def _span(values: Sequence[float]) -> str:
   return lo if lo == hi else f"{lo} to {hi}"
 
 
-def summary(rows: Sequence[Row]) -> list[str]:
-  """One sentence per estimator on where it stands against the floor, then how MaxPO's
-  leave-two-out baseline (``loo_centered``) compares with the non-centred ones; every
-  number counted from ``rows``."""
-  cells_ = sorted({(r["bandit"], int(r["k"]), int(r["n"])) for r in rows})
-  lines = []
+def _least_variance_wins(
+  rows: Sequence[Row], cells: Sequence[tuple[str, int, int]]
+) -> dict[str, int]:
+  """Per estimator, the cells in which it has the least variance of the exact unbiased
+  estimators (ties within rounding shared)."""
   best: dict[str, int] = {}
-  for cell in cells_:
+  for cell in cells:
     at = [
       r
       for r in rows
@@ -112,41 +111,50 @@ def summary(rows: Sequence[Row]) -> list[str]:
       for r in at:
         if to_float(r["variance"]) <= least * (1 + _TIE):
           best[r["estimator"]] = best.get(r["estimator"], 0) + 1
-  for name in dict.fromkeys(r["estimator"] for r in rows):
-    own = [r for r in rows if r["estimator"] == name]
-    ratios = [to_float(r["variance_to_floor"]) for r in own]
-    ratios = [x for x in ratios if math.isfinite(x)]
-    where = f"{len(own)} cells" + (
-      f", {len(ratios)} with a floor" if len(ratios) < len(own) else ""
+  return best
+
+
+def _estimator_sentence(name: str, own: Sequence[Row], wins: int, num_cells: int) -> str:
+  """Where estimator ``name`` stands against the floor in its cells ``own``."""
+  ratios = [to_float(r["variance_to_floor"]) for r in own]
+  ratios = [x for x in ratios if math.isfinite(x)]
+  where = f"{len(own)} cells" + (f", {len(ratios)} with a floor" if len(ratios) < len(own) else "")
+  if not ratios:
+    return f"`{name}`: no cell with a floor ({where})."
+  median = float(sorted(ratios)[len(ratios) // 2])
+  num_biased = sum(biased([r]) for r in own)
+  monte_carlo = sum(r["method"] != "exact" for r in own)
+  mc = f"; {monte_carlo} Monte Carlo" if monte_carlo else ""
+  if num_biased or any(r["unbiased"] != "always" for r in own):
+    worst = max(to_float(r["direction_error"]) for r in own)
+    return (
+      f"`{name}`: biased for max@k in {num_biased} of {len(own)} cells (its mean off "
+      f"∇max@k's direction by up to {worst:.0%}); rescaled, {_span(ratios)} times the "
+      f"floor{mc}."
+      if num_biased
+      else f"`{name}`: biased by construction, its bias not detected in {len(own)} "
+      f"cells{mc}; {_span(ratios)} times the floor."
     )
-    if not ratios:
-      lines.append(f"`{name}`: no cell with a floor ({where}).")
-      continue
-    median = float(sorted(ratios)[len(ratios) // 2])
-    num_biased = sum(biased([r]) for r in own)
-    monte_carlo = sum(r["method"] != "exact" for r in own)
-    mc = f"; {monte_carlo} Monte Carlo" if monte_carlo else ""
-    if num_biased or any(r["unbiased"] != "always" for r in own):
-      worst = max(to_float(r["direction_error"]) for r in own)
-      lines.append(
-        f"`{name}`: biased for max@k in {num_biased} of {len(own)} cells (its mean off "
-        f"∇max@k's direction by up to {worst:.0%}); rescaled, {_span(ratios)} times the "
-        f"floor{mc}."
-        if num_biased
-        else f"`{name}`: biased by construction, its bias not detected in {len(own)} "
-        f"cells{mc}; {_span(ratios)} times the floor."
-      )
-    else:
-      wins = best.get(name, 0)
-      ranked = (
-        f"the least variance of the exact unbiased estimators (ties shared) in {wins} of "
-        f"{len(cells_)}"
-        if not monte_carlo
-        else f"{monte_carlo} Monte Carlo, not ranked"
-      )
-      lines.append(
-        f"`{name}`: {_span(ratios)} times the floor (median {_num(median)}) in {where}; {ranked}."
-      )
+  ranked = (
+    f"the least variance of the exact unbiased estimators (ties shared) in {wins} of {num_cells}"
+    if not monte_carlo
+    else f"{monte_carlo} Monte Carlo, not ranked"
+  )
+  return f"`{name}`: {_span(ratios)} times the floor (median {_num(median)}) in {where}; {ranked}."
+
+
+def summary(rows: Sequence[Row]) -> list[str]:
+  """One sentence per estimator on where it stands against the floor, then how MaxPO's
+  leave-two-out baseline (``loo_centered``) compares with the non-centred ones; every
+  number counted from ``rows``."""
+  cells_ = sorted({(r["bandit"], int(r["k"]), int(r["n"])) for r in rows})
+  best = _least_variance_wins(rows, cells_)
+  lines = [
+    _estimator_sentence(
+      name, [r for r in rows if r["estimator"] == name], best.get(name, 0), len(cells_)
+    )
+    for name in dict.fromkeys(r["estimator"] for r in rows)
+  ]
   constant = [to_float(r["constant_floor"]) / to_float(r["floor"]) for r in _one_per_cell(rows)]
   constant = [x for x in constant if math.isfinite(x)]
   if constant:

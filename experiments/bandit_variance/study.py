@@ -54,8 +54,8 @@ from experiments.bandits import variance_check
 def make_settings(
   config: ml_collections.ConfigDict, policies: Sequence[str]
 ) -> list[variance.Setting]:
-  """One :class:`experiments.bandits.variance.Setting` per name of ``policies`` (the
-  parsed ``config.policies``, :func:`experiments.bandit_variance.validation.validate`).
+  """One :class:`experiments.bandits.variance.Setting` per name of ``policies`` (e.g.
+  ``config.policies`` of the validated config).
 
   ``gaussian``: ``x ~ N(config.theta, config.sigma^2)``, off-policy samples from
   ``N(theta - config.gaussian_shift, sigma^2)``. ``categorical``: ``config.num_arms``
@@ -101,24 +101,24 @@ def run(
     experiments.config_checks.ConfigError: naming a bad field (or workdir), before
       anything is written.
   """
-  lists = validation.validate(config)
+  valid = validation.validate(config)
   workdir = outputs.start(workdir, config)
   start = time.time()
-  settings = make_settings(config, lists.policies)
+  settings = make_settings(valid, valid.policies)
   bar = lambda desc: lambda cells: tqdm.tqdm(cells, desc=desc, disable=not show_progress)
   cells = dict(
-    ns=lists.ns,
-    ks=lists.ks,
-    num_replicates=config.num_replicates,
-    seed=config.seed,
-    pass_threshold=config.pass_threshold,
+    ns=valid.ns,
+    ks=valid.ks,
+    num_replicates=valid.num_replicates,
+    seed=valid.seed,
+    pass_threshold=valid.pass_threshold,
   )
-  objectives = lists.objectives
+  objectives = valid.objectives
   rows = []
   if "max" in objectives:
     max_rows = variance.run_study(
       settings,
-      estimator_names=lists.estimators,
+      estimator_names=valid.estimators,
       progress=bar("max@k cells (policy, k, n)"),
       **cells,
     )
@@ -126,7 +126,7 @@ def run(
   rank_rows = rank_objectives.run_objectives(
     settings,
     objectives=objectives,
-    top_m=config.top_m,
+    top_m=valid.top_m,
     progress=bar("rank-objective policies"),
     **cells,
   )
@@ -134,20 +134,19 @@ def run(
   outputs.write_results_csv(workdir, rows)
   check_rows = variance_check.run_check(settings, progress=bar("variance-check policies"), **cells)
   _write_figures(workdir, rows, check_rows)
-  if lists.atlas_bandits:
-    _write_atlas(config, lists, workdir, bar("atlas cells (bandit, k, n)"))
+  if valid.atlas_bandits:
+    _write_atlas(valid, workdir, bar("atlas cells (bandit, k, n)"))
   logging.info("Wrote %d rows to %s in %.1f s.", len(rows), workdir, time.time() - start)
   return rows
 
 
-def _write_atlas(
-  config: ml_collections.ConfigDict, lists: validation.Lists, workdir: str, progress: Any
-) -> None:
-  """``atlas.csv``, ``atlas.png`` and ``atlas.md`` (the module docstring)."""
+def _write_atlas(config: ml_collections.ConfigDict, workdir: str, progress: Any) -> None:
+  """``atlas.csv``, ``atlas.png`` and ``atlas.md`` (the module docstring) of the
+  validated ``config``."""
   rows = atlas.run(
-    lists.atlas_bandits,
-    ns=lists.atlas_ns,
-    ks=lists.atlas_ks,
+    config.atlas_bandits,
+    ns=config.atlas_ns,
+    ks=config.atlas_ks,
     pass_threshold=config.pass_threshold,
     num_samples=config.atlas_num_samples,
     jspo_prompts=config.atlas_jspo_prompts,

@@ -1,8 +1,7 @@
-"""The checks of a bandit variance config: :func:`validate`, called once by ``study.run``."""
+"""The checks of a bandit variance config: :func:`validate`, called once by ``study.run``,
+which returns the validated config that the run reads."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import ml_collections
 
@@ -14,26 +13,17 @@ from experiments.bandits import atlas
 POLICIES = ("gaussian", "categorical")
 
 
-@dataclasses.dataclass(frozen=True)
-class Lists:
-  """The config's list fields, parsed once by :func:`validate` (each a tuple)."""
-
-  policies: tuple[str, ...]
-  objectives: tuple[str, ...]
-  estimators: tuple[str, ...]
-  ns: tuple[int, ...]
-  ks: tuple[int, ...]
-  atlas_bandits: tuple[str, ...]
-  atlas_ns: tuple[int, ...]
-  atlas_ks: tuple[int, ...]
-
-
-def validate(config: ml_collections.ConfigDict) -> Lists:
-  """Checks every field of ``config`` (see ``configs/default.py``); returns its lists.
+def validate(config: ml_collections.ConfigDict) -> ml_collections.FrozenConfigDict:
+  """Checks every field of ``config`` (see ``configs/default.py``); returns it validated.
 
   Every objective asked for must give rows: the rank objectives run on the
   categorical bandit only, ``top_m`` needs a cell with ``top_m <= k <= n``, and some
   cell must have ``k <= n``.
+
+  Returns:
+    The fields of ``config``, frozen, with the list fields as tuples of their checked
+    items and ``estimators`` the names it stands for (``("all",)``: every one). The
+    atlas lists are empty without ``atlas_bandits`` (then they are not checked).
 
   Raises:
     experiments.config_checks.ConfigError: naming the first bad field.
@@ -43,7 +33,7 @@ def validate(config: ml_collections.ConfigDict) -> Lists:
   objectives = checks.names(config, "objectives", objectives_lib.OBJECTIVES)
   top_m = checks.integer(config, "top_m", low=1)
   try:
-    estimators = estimators_lib.parse_names(checks.split(config.estimators))
+    estimators = estimators_lib.parse_names(checks.items(config, "estimators"))
   except ValueError as e:
     checks.fail("estimators", config.estimators, f"is refused: {e}")
   ns = checks.ints(config, "ns", low=2)
@@ -69,7 +59,7 @@ def validate(config: ml_collections.ConfigDict) -> Lists:
   atlas_bandits: tuple[str, ...] = ()
   atlas_ns: tuple[int, ...] = ()
   atlas_ks: tuple[int, ...] = ()
-  if checks.split(config.atlas_bandits):
+  if checks.items(config, "atlas_bandits"):
     atlas_bandits = checks.names(config, "atlas_bandits", tuple(atlas.BANDITS))
     atlas_ns = checks.ints(config, "atlas_ns", low=2)
     atlas_ks = checks.ints(config, "atlas_ks", low=1)
@@ -77,4 +67,6 @@ def validate(config: ml_collections.ConfigDict) -> Lists:
       checks.fail("atlas_ks", config.atlas_ks, f"must give a cell with k <= n ({atlas_ns=})")
     checks.integer(config, "atlas_num_samples", low=2)
     checks.integer(config, "atlas_jspo_prompts", low=2)
-  return Lists(policies, objectives, estimators, ns, ks, atlas_bandits, atlas_ns, atlas_ks)
+  lists = dict(policies=policies, objectives=objectives, estimators=estimators, ns=ns, ks=ks)
+  lists.update(atlas_bandits=atlas_bandits, atlas_ns=atlas_ns, atlas_ks=atlas_ks)
+  return ml_collections.FrozenConfigDict({**config.to_dict(), **lists})

@@ -22,6 +22,11 @@ Reproduces the paper's numerical study with the exact best-of-n functions of
   arm chosen by the proxy r + sigma * error (Gaussian and Student-t errors) vs n,
   exactly (``maxk.selected_at_k_exact``) and by simulation, the selected policy's KL,
   and the n where the true reward peaks (over-optimisation).
+* The win rate vs KL frontier (``frontier``): best-of-n at every n up to
+  ``frontier_n_max``, soft best-of-n for each of ``frontier_lams``, Best-of-Poisson,
+  the tilt and the chi-squared optimum, selecting by the true reward; and the same
+  policies selecting by a Student-t proxy, their true reward vs KL (reward hacking),
+  with the best n of best-of-n (``maxk.proxy_bon_best_n``).
 
 Best-of-n draws for the Monte Carlo estimate are sampled from the exact PMF
 ``maxk.bon_pmf`` (the same law as drawing n outcomes and keeping the best one;
@@ -39,5 +44,6 @@ family, sigma and n), ``proxy_peaks.csv`` and the figures ``kl_vs_n_uniform.png`
 Modules: ``configs/default.py`` (the config, ``get_config``), ``validation`` (its
 checks, ``validate``), ``main`` (the flags ``--config``, ``--workdir``), ``references``
 (the reference policies), ``study`` (result rows and summary), ``plotting``
-(figures), ``proxy`` (the proxy-selection study), ``experiment`` (the whole run).
+(figures), ``proxy`` (the proxy-selection study), ``frontier`` (the frontier of every
+policy family), ``experiment`` (the whole run).
 """

@@ -14,6 +14,7 @@ import ml_collections
 import numpy as np
 
 from experiments import outputs
+from experiments.best_of_n import frontier
 from experiments.best_of_n import plotting
 from experiments.best_of_n import proxy
 from experiments.best_of_n import references
@@ -26,6 +27,7 @@ FIGURES = (
   "kl_gap.png",
   "win_rate_vs_kl.png",
   "proxy_overoptimisation.png",
+  "win_rate_frontier.png",
 )
 
 
@@ -35,7 +37,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   Writes ``config.json`` (the config), ``results.csv`` (columns
   :data:`study.COLUMNS`), ``summary.json`` (:func:`study.summarize`), the
   proxy-selection study's ``proxy.csv`` (columns :data:`proxy.COLUMNS`) and
-  ``proxy_peaks.csv`` (:data:`proxy.PEAK_COLUMNS`), and the figures :data:`FIGURES`
+  ``proxy_peaks.csv`` (:data:`proxy.PEAK_COLUMNS`), the frontier study's
+  ``frontier.csv`` (:data:`frontier.COLUMNS`) and ``frontier_best_n.json``, and the
+  figures :data:`FIGURES`
   (``kl_vs_n_uniform.png`` only with uniform references). With ``config.float64``
   it turns on ``jax_enable_x64`` first, so that KL gaps below float32 resolution
   (~1e-7 nats) are resolved. The seed drives both the Dirichlet references (NumPy)
@@ -64,6 +68,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   )
   rows, summary = _best_of_n_outputs(settings, refs, workdir)
   _proxy_outputs(settings, workdir)
+  _frontier_outputs(settings, workdir)
   logging.info("Wrote %d rows to %s in %.1f s.", len(rows), workdir, time.time() - start)
   return summary
 
@@ -96,7 +101,7 @@ def _best_of_n_outputs(
     f.write("\n")
   uniform = [r for r in refs if r.family == "uniform"]
   other = [r for r in refs if r.family != "uniform"]
-  kl_uniform, kl_other, kl_gap, win_rate, _ = (os.path.join(workdir, n) for n in FIGURES)
+  kl_uniform, kl_other, kl_gap, win_rate = (os.path.join(workdir, n) for n in FIGURES[:4])
   if uniform:
     title = "Uniform references: KL of best-of-n vs n"
     plotting.save(plotting.kl_vs_n_figure(rows, uniform, title), kl_uniform)
@@ -120,5 +125,24 @@ def _proxy_outputs(settings: ml_collections.FrozenConfigDict, workdir: str) -> N
   outputs.write_results_csv(workdir, proxy_rows, filename="proxy.csv")
   outputs.write_results_csv(workdir, proxy.peaks(proxy_rows), filename="proxy_peaks.csv")
   plotting.save(
-    proxy.figure(proxy_rows, t_df=settings.proxy_t_df), os.path.join(workdir, FIGURES[-1])
+    proxy.figure(proxy_rows, t_df=settings.proxy_t_df), os.path.join(workdir, FIGURES[-2])
   )
+
+
+def _frontier_outputs(settings: ml_collections.FrozenConfigDict, workdir: str) -> None:
+  """Writes the frontier study's ``frontier.csv``, ``frontier_best_n.json`` and figure."""
+  frontier_rows, best = frontier.rows(
+    seed=settings.seed,
+    num_arms=settings.proxy_arms,
+    sigma=settings.frontier_sigma,
+    t_df=settings.proxy_t_df,
+    n_max=settings.frontier_n_max,
+    num_points=settings.frontier_num_points,
+    lams=settings.frontier_lams,
+  )
+  outputs.write_results_csv(workdir, frontier_rows, filename="frontier.csv")
+  with open(os.path.join(workdir, "frontier_best_n.json"), "w") as f:
+    json.dump(best, f, indent=2, sort_keys=True)
+    f.write("\n")
+  fig = frontier.figure(frontier_rows, best, sigma=settings.frontier_sigma)
+  plotting.save(fig, os.path.join(workdir, FIGURES[-1]))

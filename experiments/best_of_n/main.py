@@ -9,7 +9,8 @@ Usage:
 
 The config (--config, default experiments/best_of_n/configs/default.py) holds every
 setting; --config.FIELD=VALUE overrides one. Writes results.csv, config.json,
-summary.json (also printed), proxy.csv, proxy_peaks.csv and five PNG figures into
+summary.json (also printed), proxy.csv, proxy_peaks.csv, frontier.csv,
+frontier_best_n.json and six PNG figures into
 --workdir (alias --out_dir). A bad config value or workdir stops the run with one
 line before anything is written.
 """

@@ -1,8 +1,8 @@
 """The checks of a best-of-n config: :func:`validate`, called once by ``experiment.run``.
 
 Each field has a parser (:data:`PARSERS`) that checks its value and returns it parsed
-(list fields, comma-separated strings, as tuples); :func:`validate` runs them all and
-raises a :class:`experiments.config_checks.ConfigError` naming the first bad field.
+(list fields, tuples, item by item); :func:`validate` runs them all and raises a
+:class:`experiments.config_checks.ConfigError` naming the first bad field.
 """
 
 from __future__ import annotations
@@ -19,18 +19,13 @@ from experiments.best_of_n import references
 
 def _int(value: Any, low: int) -> int:
   rule = f"must be an integer >= {low}"
-  if isinstance(value, str):
-    try:
-      value = int(value)
-    except ValueError:
-      raise ValueError(rule) from None
   if isinstance(value, bool) or not isinstance(value, int) or value < low:
     raise ValueError(rule)
   return value
 
 
 def _float(value: Any) -> float:
-  if isinstance(value, bool):
+  if isinstance(value, (bool, str)):
     raise ValueError("must be a number")
   try:
     number = float(value)
@@ -62,6 +57,13 @@ def _positive(value: Any) -> float:
   return number
 
 
+def _nonnegative(value: Any) -> float:
+  number = _float(value)
+  if not number >= 0:
+    raise ValueError("must be a finite number >= 0")
+  return number
+
+
 def _distinct(values: Sequence[Any], key: Callable[[Any], Any] = lambda v: v) -> None:
   seen = set()
   for v in values:
@@ -70,16 +72,16 @@ def _distinct(values: Sequence[Any], key: Callable[[Any], Any] = lambda v: v) ->
     seen.add(key(v))
 
 
-def _items(value: Any, parse: Callable[[str], Any], rule: str) -> tuple[Any, ...]:
-  """Parses every item of a comma-separated list field with ``parse``."""
-  if not isinstance(value, str):
-    raise ValueError(f"must be a comma-separated string of {rule}")
+def _items(value: Any, parse: Callable[[Any], Any], rule: str) -> tuple[Any, ...]:
+  """Parses every item of a list field (a tuple) with ``parse``."""
+  if not isinstance(value, (tuple, list)):
+    raise ValueError(f"must be a list of {rule}")
   out = []
-  for item in config_checks.split(value):
+  for item in value:
     try:
       out.append(parse(item))
     except ValueError:
-      raise ValueError(f"has {item!r}: must be a comma-separated list of {rule}") from None
+      raise ValueError(f"has {item!r}: must be a list of {rule}") from None
   return tuple(out)
 
 
@@ -96,7 +98,7 @@ def _alphas(value: Any) -> tuple[float, ...]:
 
 
 def _sigmas(value: Any) -> tuple[float, ...]:
-  def parse(v: str) -> float:
+  def parse(v: Any) -> float:
     number = _float(v)
     if number < 0:
       raise ValueError("must be >= 0")
@@ -111,7 +113,8 @@ def _sigmas(value: Any) -> tuple[float, ...]:
 
 def _max_tries(value: Any) -> tuple[int, ...]:
   rule = "integers >= 1 or 'none'"
-  tries = _items(value, lambda v: None if v.lower() == "none" else _int(v, 1), rule)
+  none = lambda v: v is None or (isinstance(v, str) and v.lower() == "none")
+  tries = _items(value, lambda v: None if none(v) else _int(v, 1), rule)
   tries = tuple(t for t in tries if t is not None)
   _distinct(tries)
   return tries
@@ -144,6 +147,10 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
   "proxy_n_max": lambda v: _int(v, 1),
   "proxy_num_n": lambda v: _int(v, 1),
   "proxy_mc_draws": lambda v: _int(v, 1),
+  "frontier_n_max": lambda v: _int(v, 1),
+  "frontier_num_points": lambda v: _int(v, 1),
+  "frontier_lams": _alphas,
+  "frontier_sigma": _nonnegative,
 }
 
 

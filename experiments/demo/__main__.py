@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from absl import app
 from absl import flags
 import numpy as np
 
@@ -20,10 +19,9 @@ _SEED = flags.DEFINE_integer("seed", 0, "Seed for the example rewards and log-ra
 
 
 def main(argv: Sequence[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  np.set_printoptions(precision=4, suppress=True, linewidth=120)
-  print(demo.report(_K.value, _SEED.value))
+  with command_line.one_line_errors(argv):
+    np.set_printoptions(precision=4, suppress=True, linewidth=120)
+    print(demo.report(_K.value, _SEED.value))
 
 
 if __name__ == "__main__":

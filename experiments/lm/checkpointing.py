@@ -3,17 +3,20 @@
 Layout: ``DIR/checkpoints/<stage>/<step>/`` (one Orbax manager per stage: ``sft``
 and one per RL run) and ``DIR/metrics.jsonl`` (one JSON object per logged step).
 
-Every log record has a *position* (stage rank, step): ranks follow the run order
-sft < base < rl runs, and records are appended in strictly increasing position.
-The protocol, and why a ``kill -9`` at any instant loses no finished step and
-logs none twice:
+Every log record has a *position* (stage, step): stages follow the run order
+sft < base < rl runs (``log_schedule.stages``), steps their own order within a
+stage, and records are appended in strictly increasing position. The position of a
+checkpoint is the stage whose Orbax manager holds it and its step
+(``log_schedule.Position``). The protocol, and why a ``kill -9`` at any instant loses
+no finished step and logs none twice:
 
 1. After step s: append its record (flush + fsync), *then* save the checkpoint of
    step s, if one is due. Orbax commits a checkpoint atomically (written to a
    temporary directory, renamed when complete; leftovers are cleaned up on start).
    Hence every committed checkpoint at position c has all records <= c on disk,
    complete, in order.
-2. On start: find the latest committed checkpoint position c (none: c = -inf),
+2. On start: find the latest committed checkpoint position c, the last stage in
+   run order whose manager holds a step (none: c = -inf),
    check that the log's leading records are exactly the ones the config logs up
    to c, rewrite the log keeping those (to a temporary file, then ``os.replace``,
    which is atomic), restore the state at c and resume at the step after c.

@@ -2,7 +2,7 @@
 
 ``build`` turns a validated config (``validation.ValidConfig``) into these parts once;
 the training loop (``train``), the RL step (``rl_step``) and the final outputs
-(``final_outputs``) read them.
+(``run_outputs``) read them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from experiments.lm import model as model_lib
 from experiments.lm import optimizer as optimizer_lib
 from experiments.lm import parallel
 from experiments.lm import policy as policy_lib
-from experiments.lm import runs as runs_lib
+from experiments.lm import run_specs
 from experiments.lm import tasks as tasks_lib
 from experiments.lm import validation
 
@@ -49,14 +49,14 @@ class Components:
     init_params: the initial parameters (replicated over the mesh).
     sft_opt: the warm start's optimiser.
     rl_opts: the RL runs' optimisers by learning rate: ``rl.learning_rate``'s and
-      that of every run with its own (``runs.RunSpec.learning_rate``); all share
+      that of every run with its own (``run_specs.RunSpec.learning_rate``); all share
       one state layout, so checkpoints restore alike. See :meth:`rl_optimizer`.
     peak_flops: the accelerator's peak FLOP/s (None when unknown: no MFU).
   """
 
   config: ml_collections.ConfigDict
   task: tasks_lib.Task
-  runs: tuple[runs_lib.RunSpec, ...]
+  runs: tuple[run_specs.RunSpec, ...]
   mesh: jax.sharding.Mesh
   policy: policy_lib.Policy
   eval_policy: policy_lib.Policy
@@ -68,12 +68,12 @@ class Components:
   rl_opts: dict[float, optax.GradientTransformation]
   peak_flops: float | None
 
-  def rl_learning_rate(self, run: runs_lib.RunSpec) -> float:
+  def rl_learning_rate(self, run: run_specs.RunSpec) -> float:
     """The RL learning rate of ``run``: its own, else ``rl.learning_rate``."""
     own = run.learning_rate
     return float(self.config.rl.learning_rate) if own is None else own
 
-  def rl_optimizer(self, run: runs_lib.RunSpec) -> optax.GradientTransformation:
+  def rl_optimizer(self, run: run_specs.RunSpec) -> optax.GradientTransformation:
     """The optimiser of RL run ``run`` (at :meth:`rl_learning_rate`)."""
     return self.rl_opts[self.rl_learning_rate(run)]
 
@@ -101,7 +101,7 @@ def _model_config(config: ml_collections.ConfigDict, task: tasks_lib.Task) -> mo
 
 
 def _optimizers(
-  config: ml_collections.ConfigDict, runs: tuple[runs_lib.RunSpec, ...]
+  config: ml_collections.ConfigDict, runs: tuple[run_specs.RunSpec, ...]
 ) -> tuple[optax.GradientTransformation, dict[float, optax.GradientTransformation]]:
   """The warm start's optimiser and the RL ones by learning rate (``Components.rl_opts``)."""
   s, r = config.sft, config.rl

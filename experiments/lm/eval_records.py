@@ -14,7 +14,7 @@ to the warm start on the held-out prompts (``held_out_kl``, from the first
 ``eval.kl_samples`` samples of each prompt): ``eval_kl`` per prompt and its mean
 ``eval_kl_to_warm_start`` (exactly 0 for the base model), and every RL evaluation
 carries its per-prompt counts ``eval_correct`` (and with ``eval.checkpoint_rewards``
-its rewards ``eval_rewards``), so that ``final_outputs`` writes the checkpoint
+its rewards ``eval_rewards``), so that ``run_outputs`` writes the checkpoint
 frontier ``checkpoints.csv`` from the log alone. Sampling keys come from
 ``streams.eval_key`` (shared by every evaluation with ``eval.common_keys``).
 """

@@ -7,11 +7,11 @@ completions and score them; pass@k uses the binary reward and the unbiased
 estimator of Chen et al. 2021 (``maxk.pass_at_k``), max@k the continuous reward
 and the U-statistic of PKPO Eq. 12-14 (``maxk.max_at_k``), both averaged over
 prompts. ``evaluate`` also returns the per-prompt rewards, from which
-``reporting`` derives intervals, difficulty bins and paired differences, and, given
+``report_rows`` derives intervals, difficulty bins and paired differences, and, given
 the warm start's parameters, the KL of the evaluated policy to it on the held-out
 prompts (``held_out_kl``), from the same samples.
 
-Sampling keys: the caller passes the evaluation's key (``train`` takes it from
+Sampling keys: the caller passes the evaluation's key (``eval_records`` takes it from
 ``streams.eval_key``: by default each RL step's evaluation has its own, and with
 ``eval.common_keys`` every evaluation of the run, base model and every RL run at
 every step, shares one, so checkpoints and arms are compared on common random
@@ -111,6 +111,37 @@ def evaluate(
   """
   if ref_params is not None and policy.top_p < 1:
     raise ValueError(f"The held-out KL needs policy.top_p = 1, got {policy.top_p}.")
+  rollout, kl_parts = _sample(
+    policy,
+    params,
+    task,
+    eval_set,
+    key,
+    n=n,
+    mesh=mesh,
+    chunk_prompts=chunk_prompts,
+    ref_params=ref_params,
+    kl_samples=kl_samples,
+  )
+  metrics = _metrics(rollout, kl_parts, curves=curves)
+  return metrics, {"binary": rollout.binary, "continuous": rollout.continuous}
+
+
+def _sample(
+  policy: policy_lib.Policy,
+  params: Any,
+  task: tasks_lib.Task,
+  eval_set: EvalSet,
+  key: jax.Array,
+  *,
+  n: int,
+  mesh: jax.sharding.Mesh,
+  chunk_prompts: int,
+  ref_params: Any,
+  kl_samples: int,
+) -> tuple[rollouts.Rollout, list[np.ndarray]]:
+  """The evaluation's rollout, sampled chunk by chunk (:func:`evaluate`'s arguments),
+  and with ``ref_params`` each chunk's per-prompt KL to the warm start."""
   num_prompts = len(eval_set.prompts)
   chunk = chunk_prompts or num_prompts
   parts, kl_parts = [], []
@@ -129,7 +160,13 @@ def evaluate(
       kl_parts.append(
         held_out_kl.prompt_kl(policy, params, ref_params, part, samples=kl_samples, mesh=mesh)
       )
-  rollout = rollouts.concatenate(parts)
+  return rollouts.concatenate(parts), kl_parts
+
+
+def _metrics(
+  rollout: rollouts.Rollout, kl_parts: list[np.ndarray], *, curves: bool
+) -> dict[str, Any]:
+  """:func:`evaluate`'s metrics of ``rollout`` (module docstring)."""
   metrics: dict[str, Any] = {}
   if curves:
     pass_at_k, max_at_k = (
@@ -145,4 +182,4 @@ def evaluate(
   if kl_parts:
     kl_P = np.concatenate(kl_parts)
     metrics |= {"kl_to_warm_start": float(np.mean(kl_P)), "kl": [float(x) for x in kl_P]}
-  return metrics, {"binary": rollout.binary, "continuous": rollout.continuous}
+  return metrics

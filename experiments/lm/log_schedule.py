@@ -1,20 +1,65 @@
 """Which steps of a run log a metrics record or evaluate, and the check of a log on resume.
 
+A run's stages are ``sft``, ``base`` and one ``rl/<name>`` per RL run, run in that
+order (:func:`stages`). It resumes after its latest checkpoint, a :class:`Position`:
+the name of the checkpointed stage and the step its Orbax manager holds; every stage
+before it is finished, every stage after it not begun (:func:`pending`).
+
 Every record of ``metrics.jsonl`` is keyed by (stage, run, step); a config fixes the
-keys in order (``logged_keys``), so a resumed run can check that its log holds
-exactly the records up to its checkpoint (``log_problem``) before appending more.
+keys of each stage in order (``stage_keys``), so a resumed run can check that its log
+holds exactly the records up to its checkpoint (``logged_keys``, ``log_problem``)
+before appending more.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import ml_collections
 
 from experiments.lm import checkpointing
 from experiments.lm import workdir as workdir_lib
+
+SFT = "sft"  # The warm start's stage (checkpointed).
+BASE = "base"  # The warm start's held-out evaluation (logged, not checkpointed).
+
+
+class Position(NamedTuple):
+  """Where a run resumes: a checkpointed stage's name (``sft`` or ``rl/<run>``) and
+  the step of its latest checkpoint."""
+
+  stage: str
+  step: int
+
+
+def rl_stage(run_name: str) -> str:
+  """The stage of the RL run named ``run_name``: ``rl/<run_name>``."""
+  return f"rl/{run_name}"
+
+
+def stages(run_names: Sequence[str]) -> list[str]:
+  """The stages of a run with RL runs ``run_names``, in the order they run."""
+  return [SFT, BASE, *(rl_stage(name) for name in run_names)]
+
+
+def pending(stage_names: Sequence[str], position: Position | None) -> dict[str, int | None]:
+  """The stages left to run from ``position``, in order, each with the checkpointed
+  step it resumes after (None: from the start): every stage when ``position`` is None,
+  else the position's stage from its step and every later stage from the start. The
+  stages before the position's are finished."""
+  if position is None:
+    return dict.fromkeys(stage_names, None)
+  todo: dict[str, int | None] = {}
+  for stage in stage_names:
+    if stage == position.stage:
+      todo[stage] = position.step
+    elif todo:
+      todo[stage] = None
+  if not todo:
+    raise ValueError(f"position={position!r} names no stage of {list(stage_names)}.")
+  return todo
 
 
 def sft_evaluated(config: ml_collections.ConfigDict, step: int) -> bool:
@@ -50,26 +95,43 @@ def _key(record: dict[str, Any]) -> tuple[Any, Any, Any]:
   return record.get("stage"), record.get("run", ""), record.get("step")
 
 
+def stage_keys(
+  config: ml_collections.ConfigDict, run_names: Sequence[str]
+) -> dict[str, list[tuple[str, str, int]]]:
+  """Per stage (:func:`stages`, in order), the (stage, run, step) keys of the records
+  it logs, in order."""
+  c = config
+  keys = {
+    SFT: [("sft", "", s) for s in range(1, c.sft.steps + 1) if sft_logged(c, s)],
+    BASE: [("base", "", c.sft.steps)],
+  }
+  for name in run_names:
+    keys[rl_stage(name)] = [("rl", name, s) for s in range(1, c.rl.steps + 1) if rl_logged(c, s)]
+  return keys
+
+
 def logged_keys(
   config: ml_collections.ConfigDict,
   run_names: Sequence[str],
-  position: tuple[int, int] | None,
+  position: tuple[str, int] | None,
 ) -> list[tuple[str, str, int]]:
-  """(stage, run, step) of every record the config logs up to ``position``, in order.
+  """(stage, run, step) of every record the config logs up to ``position``, in order:
+  every record of the stages before the position's stage (a :class:`Position` or a
+  (stage name, step) pair) and that stage's records up to its step. None (no
+  checkpoint yet) gives no records.
 
-  Positions are (stage rank, step) with ranks sft = 0, base = 1, RL run i = 2 + i;
-  None (no checkpoint yet) gives no records.
+  Raises:
+    ValueError: if ``position`` names no stage of the run.
   """
   if position is None:
     return []
-  c = config
-  keyed = [(("sft", "", s), (0, s)) for s in range(1, c.sft.steps + 1) if sft_logged(c, s)]
-  keyed.append((("base", "", c.sft.steps), (1, c.sft.steps)))
-  for index, name in enumerate(run_names):
-    keyed.extend(
-      (("rl", name, s), (2 + index, s)) for s in range(1, c.rl.steps + 1) if rl_logged(c, s)
-    )
-  return [key for key, at in keyed if at <= position]
+  stage, step = position
+  keys: list[tuple[str, str, int]] = []
+  for name, logged in stage_keys(config, run_names).items():
+    if name == stage:
+      return keys + [key for key in logged if key[2] <= step]
+    keys += logged
+  raise ValueError(f"position={position!r} names no stage of {stages(run_names)}.")
 
 
 def log_problem(

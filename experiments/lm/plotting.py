@@ -10,8 +10,8 @@
 Each estimator keeps its colour of :mod:`experiments.plot_style` (the base model is
 black and dashed); several runs of one estimator get shades of it.
 
-The study's figures across seeds are in :mod:`experiments.lm.study.plot_curves` and
-:mod:`experiments.lm.study.plot_bars`.
+The study's figures across seeds are in :mod:`experiments.lm_study.plot_curves` and
+:mod:`experiments.lm_study.plot_bars`.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def final_evaluations(
   Args:
     records: the log.
     n_eval: samples per prompt.
-    k_labels: run name -> its k_opt label (``runs.RunSpec.k_label``), in run order.
+    k_labels: run name -> its k_opt label (``run_specs.RunSpec.k_label``), in run order.
 
   Raises:
     WorkdirError: if the log lacks an evaluation, its per-prompt data, or the
@@ -139,7 +139,7 @@ def checkpoint_rows(
   """``checkpoints.csv``: one row per evaluation and evaluation problem, in log order.
 
   Columns (:data:`CHECKPOINT_COLUMNS`): ``run`` (``base`` or the RL run's name),
-  ``method``, ``k_opt`` (the run's k label, ``runs.RunSpec.k_label``; empty for the
+  ``method``, ``k_opt`` (the run's k label, ``run_specs.RunSpec.k_label``; empty for the
   base model), ``seed``, ``step`` (the RL step; 0 for the base model, once),
   ``prompt`` (index into the evaluation set), ``n`` (samples), ``correct`` (correct
   samples), ``kl`` (the prompt's held-out KL to the warm start, ``held_out_kl``),

@@ -32,7 +32,7 @@ Each SESSION holds
 A run whose config names a design note (``config.study_design``, a path relative to
 the repository root) starts only when the note exists and is committed unmodified
 (:func:`design_note`, before anything is written): a study's design precedes its
-runs, which ``experiments.lm.study_summary`` checks against each run's first start.
+runs, which ``experiments.lm_study.summary`` checks against each run's first start.
 
 Only process 0 writes ``run.json`` (:func:`recorded`), each time whole and
 atomically.

@@ -8,7 +8,7 @@ evaluation, the base model would score 0 on "unsolved" problems by construction.
 
 Estimates are the per-prompt unbiased ``maxk.pass_at_k`` and ``maxk.max_at_k`` with
 the intervals of ``intervals``; every row carries ``seed`` and names the RL run in
-``rl_run`` (``base`` for the base model). ``reporting`` lists the files and writes them.
+``rl_run`` (``base`` for the base model). ``run_outputs`` lists the files and writes them.
 """
 
 from __future__ import annotations
@@ -323,7 +323,7 @@ def report_tables(
   keys: Sequence[str],
   bin_n: int | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-  """The rows of the five CSV files ``reporting.FILES`` lists, by file name.
+  """The rows of the five CSV files ``run_outputs.FILES`` lists, by file name.
 
   ``bin_n``: samples per problem of the binning evaluation (default: the evaluations' n).
   """

@@ -73,7 +73,7 @@ sample carries its group); for max@k runs ``last_gap_first_order`` and
 that method's unclipped weights from the exact ones on the same batch.
 
 **KL penalty** ``kl_coef * KL(pi_theta || pi_ref)`` (sequence level, pi_ref the warm
-start at the same temperature), through :func:`kl_penalty`. Its gradient is
+start at the same temperature), through :func:`off_policy.kl_penalty`. Its gradient is
 E_{pi_theta}[sum_t grad log pi_theta(y_t | y_<t) sum_{s >= t} (log pi_theta(y_s | y_<s)
 - log pi_ref(y_s | y_<s))] (the score function of the log-ratio, with the rewards to
 go: earlier terms have zero mean), importance-weighted by rho_i in later epochs, so
@@ -95,10 +95,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from experiments import estimators as estimators_lib
+from experiments.lm import off_policy
 from experiments.lm import policy as policy_lib
 from experiments.lm import rollouts
-from experiments.lm import runs as runs_lib
+from experiments.lm import run_specs
 import maxk
 
 Metrics = dict[str, jax.Array]
@@ -118,10 +118,10 @@ class UpdateSpec:
   kl_coef: float = 0.0
 
   def __post_init__(self) -> None:
-    if self.off_policy not in runs_lib.OFF_POLICY:
-      raise ValueError(f"Unknown off_policy={self.off_policy!r}; valid: {runs_lib.OFF_POLICY}.")
-    if self.baseline not in runs_lib.BASELINES:
-      raise ValueError(f"Unknown baseline={self.baseline!r}; valid: {runs_lib.BASELINES}.")
+    if self.off_policy not in run_specs.OFF_POLICY:
+      raise ValueError(f"Unknown off_policy={self.off_policy!r}; valid: {run_specs.OFF_POLICY}.")
+    if self.baseline not in run_specs.BASELINES:
+      raise ValueError(f"Unknown baseline={self.baseline!r}; valid: {run_specs.BASELINES}.")
     if self.inner_epochs < 1:
       raise ValueError(f"inner_epochs={self.inner_epochs} must be >= 1.")
 
@@ -129,7 +129,7 @@ class UpdateSpec:
   def method(self) -> str:
     """The inner-epoch method actually used (estimators other than max@k always use
     ``ppo_clip``)."""
-    return self.off_policy if self.estimator == runs_lib.MAX_AT_K else runs_lib.PEER_METHOD
+    return self.off_policy if self.estimator == run_specs.MAX_AT_K else run_specs.PEER_METHOD
 
 
 class Targets(NamedTuple):
@@ -147,81 +147,6 @@ class Targets(NamedTuple):
   adv_Pxn: jax.Array
   shift_Pxn: jax.Array
   logp_ref_BxC: jax.Array
-
-
-def importance_diagnostics(log_ratio_Pxn: jax.Array) -> dict[str, jax.Array]:
-  """Effective sample size and largest normalised weight of sequence-level ratios.
-
-  Args:
-    log_ratio_Pxn: log pi_theta(y) - log pi_old(y) of each prompt's n samples.
-
-  Returns:
-    ``ess_frac``: mean over prompts of (sum_i rho_i)^2 / (n sum_i rho_i^2), in
-    [1/n, 1] (Kong 1992's effective sample size over n); ``max_weight``: the largest
-    rho_i / sum_j rho_j over every prompt's samples, in [1/n, 1].
-  """
-  n = log_ratio_Pxn.shape[-1]
-  # Shifting the log-ratios by a constant per prompt leaves both unchanged.
-  rho_Pxn = jnp.exp(log_ratio_Pxn - jnp.max(log_ratio_Pxn, axis=-1, keepdims=True))
-  total_P = jnp.sum(rho_Pxn, axis=-1)
-  ess_P = total_P**2 / jnp.sum(rho_Pxn**2, axis=-1)
-  return {
-    "ess_frac": jnp.mean(ess_P) / n,
-    "max_weight": jnp.max(rho_Pxn / total_P[:, None]),
-  }
-
-
-def kl_penalty(
-  logp_BxC: jax.Array, logp_ref_BxC: jax.Array, mask_BxC: jax.Array, rho_B: jax.Array
-) -> jax.Array:
-  """Per-row loss term whose gradient estimates grad KL(pi_theta || pi_ref).
-
-  Args:
-    logp_BxC: token log-probs under pi_theta (differentiated).
-    logp_ref_BxC: token log-probs under pi_ref (constant).
-    mask_BxC: 1 on the completion's tokens (up to and including EOS).
-    rho_B: the sequence-level ratio pi_theta(y) / pi_old(y) of each row (constant; 1
-      when the rows were drawn from pi_theta).
-
-  Returns:
-    ``[B]``: the value is rho times the k3 estimate of the row's sequence KL,
-    sum_t exp(x_t) - 1 - x_t with x_t = log pi_ref - log pi_theta; the gradient is
-    rho * sum_t grad log pi_theta(y_t | y_<t) * sum_{s >= t} (log pi_theta - log pi_ref)(y_s),
-    whose expectation over rows drawn from pi_old is exactly grad KL(pi_theta || pi_ref)
-    (see the module docstring).
-  """
-  rho_B = jax.lax.stop_gradient(rho_B)
-  log_ratio_BxC = jax.lax.stop_gradient((logp_BxC - logp_ref_BxC) * mask_BxC)
-  to_go_BxC = jnp.flip(jnp.cumsum(jnp.flip(log_ratio_BxC, -1), axis=-1), -1)
-  score_BxC = (logp_BxC - jax.lax.stop_gradient(logp_BxC)) * mask_BxC  # Value 0.
-  x_BxC = -log_ratio_BxC
-  k3_B = jnp.sum((jnp.exp(x_BxC) - 1.0 - x_BxC) * mask_BxC, axis=-1)
-  return rho_B * (k3_B + jnp.sum(to_go_BxC * score_BxC, axis=-1))
-
-
-def off_policy_weights(
-  method: str,
-  rewards_Pxn: jax.Array,
-  log_ratio_Pxn: jax.Array,
-  adv_Pxn: jax.Array,
-  shift_Pxn: jax.Array,
-  k: int,
-) -> jax.Array:
-  """Unclipped weights w [P, n] of grad log pi_theta(y_i) for ``exact``, ``first_order``
-  or ``ppo_clip`` (see the module docstring); ``shift = adv - S`` is the max@k
-  estimator's baseline term (zero for the k-free estimators)."""
-  rho_Pxn = jnp.exp(log_ratio_Pxn)
-  if method == "ppo_clip":
-    return adv_Pxn * rho_Pxn
-  # The registry's off-policy estimator of this method (ValueError if none).
-  weights_Pxn = estimators_lib.by_method(method)(rewards_Pxn, k, log_ratio=log_ratio_Pxn)
-  return weights_Pxn + shift_Pxn * rho_Pxn
-
-
-def _relative_gap(w_Pxn: jax.Array, reference_Pxn: jax.Array) -> jax.Array:
-  norm = jnp.sqrt(jnp.sum(reference_Pxn**2))
-  gap = jnp.sqrt(jnp.sum((w_Pxn - reference_Pxn) ** 2))
-  return jnp.where(norm > 0, gap / jnp.where(norm > 0, norm, 1.0), 0.0)
 
 
 def sequence_logp(
@@ -244,24 +169,24 @@ def _policy_gradient_loss(
   """``(pg_loss, clip_frac, gap metrics)`` of the run's method (module docstring)."""
   rewards_Pxn, num_prompts = batch.rewards_Pxn, seq_Pxn.shape[0]
   weights, metrics = {}, {}
-  if spec.estimator == runs_lib.MAX_AT_K:
+  if spec.estimator == run_specs.MAX_AT_K:
     weights = {
-      m: off_policy_weights(
+      m: off_policy.off_policy_weights(
         m, rewards_Pxn, log_ratio_Pxn, targets.adv_Pxn, targets.shift_Pxn, spec.k
       )
       for m in ("exact", "first_order", "ppo_clip")
     }
     for m in ("first_order", "ppo_clip"):
-      metrics[f"gap_{m}"] = _relative_gap(weights[m], weights["exact"])
+      metrics[f"gap_{m}"] = off_policy.relative_gap(weights[m], weights["exact"])
   if spec.method == "surrogate":
     objective = jnp.sum(
       maxk.max_at_k_surrogate(seq_Pxn, targets.seq_old_Pxn, rewards_Pxn, spec.k)
     ) + jnp.sum(targets.shift_Pxn * jnp.exp(seq_Pxn - targets.seq_old_Pxn))
     return -objective / num_prompts, jnp.zeros(()), metrics
-  if spec.estimator == runs_lib.MAX_AT_K:
+  if spec.estimator == run_specs.MAX_AT_K:
     w_Pxn = weights[spec.method]
   else:
-    w_Pxn = off_policy_weights(
+    w_Pxn = off_policy.off_policy_weights(
       spec.method, rewards_Pxn, log_ratio_Pxn, targets.adv_Pxn, targets.shift_Pxn, spec.k
     )
   clipped_Pxn = ((w_Pxn > 0) & (log_ratio_Pxn > jnp.log1p(spec.clip_eps))) | (
@@ -282,11 +207,11 @@ def policy_loss(
   """Loss (to minimise) and metrics of one inner epoch; see the module docstring."""
   logp_BxC, seq_Pxn = sequence_logp(policy, params, batch)
   log_ratio_Pxn = jax.lax.stop_gradient(seq_Pxn - targets.seq_old_Pxn)
-  metrics = importance_diagnostics(log_ratio_Pxn)
+  metrics = off_policy.importance_diagnostics(log_ratio_Pxn)
   pg_loss, clip_frac, gaps = _policy_gradient_loss(seq_Pxn, log_ratio_Pxn, batch, targets, spec)
   if spec.kl_coef > 0:
     rho_B = jnp.exp(log_ratio_Pxn).reshape(-1)
-    kl = jnp.mean(kl_penalty(logp_BxC, targets.logp_ref_BxC, batch.mask_BxC, rho_B))
+    kl = jnp.mean(off_policy.kl_penalty(logp_BxC, targets.logp_ref_BxC, batch.mask_BxC, rho_B))
   else:
     kl = jnp.zeros(())
   loss = pg_loss + spec.kl_coef * kl
@@ -325,8 +250,8 @@ def make_targets(
   logp_old_BxC, seq_old_Pxn = sequence_logp(policy, params, batch)
   seq_old_Pxn = jax.lax.stop_gradient(seq_old_Pxn)
   rewards_Pxn = batch.rewards_Pxn
-  adv_Pxn = runs_lib.advantages(spec.estimator, rewards_Pxn, spec.k, spec.baseline)
-  if spec.estimator == runs_lib.MAX_AT_K:
+  adv_Pxn = run_specs.advantages(spec.estimator, rewards_Pxn, spec.k, spec.baseline)
+  if spec.estimator == run_specs.MAX_AT_K:
     shift_Pxn = adv_Pxn - maxk.max_at_k_advantages(rewards_Pxn, spec.k, baseline="none")
   else:
     shift_Pxn = jnp.zeros_like(adv_Pxn)

@@ -1,9 +1,11 @@
-"""The pieces of one RL step: its update's spec, its rollout, the batch, the record.
+"""The pieces of one RL step: its update, its rollout, the batch, the record.
 
 Step s of every run draws the same prompts (``streams.rl_problems``) and sampling
 key (``streams.RL_STREAM``), samples n completions per prompt from the run's current
-policy (``sample``), turns them into the update's batch (``device_batch``) and
-reports the step (``record``, ``throughput``); ``train`` runs the loop.
+policy (``sample``), turns them into the update's batch (``device_batch``), applies
+the run's update at that step's k (``update_spec``, compiled once per spec and
+learning rate by :class:`Updates`) and reports the step (``record``,
+``throughput``); ``stages.run_rl`` runs the loop.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ from experiments.lm import model as model_lib
 from experiments.lm import parallel
 from experiments.lm import rl
 from experiments.lm import rollouts
-from experiments.lm import runs as runs_lib
+from experiments.lm import run_specs
 from experiments.lm import streams
 import maxk
 
 
-def update_spec(config: ml_collections.ConfigDict, run: runs_lib.RunSpec, k: int) -> rl.UpdateSpec:
+def update_spec(config: ml_collections.ConfigDict, run: run_specs.RunSpec, k: int) -> rl.UpdateSpec:
   """The update of ``run`` at k_opt = ``k`` (the run's own KL coefficient, if it sets
   one, else ``rl.kl_coef``)."""
   c = config.rl
@@ -39,6 +41,25 @@ def update_spec(config: ml_collections.ConfigDict, run: runs_lib.RunSpec, k: int
     clip_eps=c.clip_eps,
     kl_coef=c.kl_coef if run.kl_coef is None else run.kl_coef,
   )
+
+
+class Updates:
+  """The jitted RL updates of a run's parts by spec and learning rate, each compiled
+  once and shared by the RL runs."""
+
+  def __init__(self, parts: components_lib.Components) -> None:
+    self.parts = parts
+    self.compiled: dict[tuple[rl.UpdateSpec, float], Any] = {}
+
+  def get(self, spec: rl.UpdateSpec, run: run_specs.RunSpec) -> Any:
+    """The jitted update of ``spec`` with ``run``'s optimiser."""
+    parts = self.parts
+    key = (spec, parts.rl_learning_rate(run))
+    if key not in self.compiled:
+      self.compiled[key] = rl.make_update(
+        parts.policy, parts.rl_optimizer(run), spec, parallel.replicated(parts.mesh)
+      )
+    return self.compiled[key]
 
 
 def sample(parts: components_lib.Components, params: Any, step: int) -> rollouts.Rollout:
@@ -65,7 +86,7 @@ def device_batch(rollout: rollouts.Rollout, reward: str, mesh: jax.sharding.Mesh
 
 def solved_keys(parts: components_lib.Components, rollout: rollouts.Rollout) -> set[int]:
   """Problem keys of the prompts with at least one correct sample (PKPO's measure of
-  harder problems: distinct training problems solved, accumulated by ``reporting``)."""
+  harder problems: distinct training problems solved, accumulated by ``dynamics``)."""
   hits = rollout.binary.max(-1)
   return {parts.task.prompt_key(p) for p, hit in zip(rollout.prompts, hits) if hit > 0}
 
@@ -90,7 +111,7 @@ def throughput(
 
 def record(
   config: ml_collections.ConfigDict,
-  run: runs_lib.RunSpec,
+  run: run_specs.RunSpec,
   *,
   method: str,
   step: int,

@@ -15,7 +15,7 @@ import os
 import ml_collections
 
 from experiments import config_checks as checks
-from experiments.lm import runs as runs_lib
+from experiments.lm import run_specs
 from experiments.lm import tasks as tasks_lib
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -42,7 +42,7 @@ class ValidConfig:
 
   config: ml_collections.ConfigDict
   task: tasks_lib.Task
-  runs: tuple[runs_lib.RunSpec, ...]
+  runs: tuple[run_specs.RunSpec, ...]
 
 
 def _model(config: ml_collections.ConfigDict) -> None:
@@ -90,18 +90,21 @@ def _sft(config: ml_collections.ConfigDict) -> None:
   checks.integer(config, "sft.eval_n", low=1)
 
 
-def _rl(config: ml_collections.ConfigDict) -> tuple[runs_lib.RunSpec, ...]:
-  checks.choice(config, "rl.baseline", runs_lib.BASELINES)
+def _rl(config: ml_collections.ConfigDict) -> tuple[run_specs.RunSpec, ...]:
+  checks.choice(config, "rl.baseline", run_specs.BASELINES)
   checks.choice(config, "rl.reward", REWARDS)
   rl_steps = checks.integer(config, "rl.steps", low=1)
   checks.integer(config, "rl.prompts_per_step", low=1)
   n = checks.integer(config, "rl.n", low=1)
-  off_policy = checks.choice(config, "rl.off_policy", runs_lib.OFF_POLICY)
+  off_policy = checks.choice(config, "rl.off_policy", run_specs.OFF_POLICY)
   runs = checks.value(config, "rl.runs")
-  if not isinstance(runs, str):
-    raise checks.ConfigError(f"config.rl.runs={runs!r} must be a string such as 'max_at_k@4,grpo'.")
+  if not isinstance(runs, (tuple, list)) or not all(isinstance(r, str) for r in runs):
+    raise checks.ConfigError(
+      f"config.rl.runs={runs!r} must be a list of run specs such as ('max_at_k@4', 'grpo') "
+      "(on the command line max_at_k@4,grpo)."
+    )
   try:
-    specs = runs_lib.parse_runs(runs, n, num_steps=rl_steps, off_policy=off_policy)
+    specs = run_specs.parse_runs(runs, n, num_steps=rl_steps, off_policy=off_policy)
   except ValueError as e:
     raise checks.ConfigError(f"config.rl.runs={runs!r}: {e}") from None
   _optimizer(config, "rl")

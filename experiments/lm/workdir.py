@@ -9,7 +9,8 @@
   runs: only process 0 writes the workdir, so only it takes the lock (``flock`` on
   NFS is emulated with POSIX locks by Linux; other shared file systems may not lock).
 * **One config.** A workdir that already holds ``config.json`` resumes only with an
-  identical config: every config field, and the number of devices used (a different
+  identical config (a list field recorded as the comma-separated string of older
+  runs counts as its list): every config field, and the number of devices used (a different
   mesh changes floating-point reductions, so it would mix two runs' numbers). Only
   the recorded ``workdir`` path may differ, so a finished or interrupted workdir can
   be moved. Otherwise the run stops, naming the fields that differ, before it writes
@@ -49,7 +50,10 @@ def config_differences(
   """``"field: old -> new"`` for every (dotted) field whose value differs.
 
   Both mappings are compared as JSON would store them, so a config read back from
-  ``config.json`` equals the one it was written from.
+  ``config.json`` equals the one it was written from; a value of ``old`` that is the
+  comma-separated string a list field held before list fields were lists
+  (``"runs": "grpo,max_at_k@8"``) equals that list
+  (:func:`experiments.config_checks.same_value`), so a workdir started then resumes.
   """
   diffs = []
   for name in sorted(set(old) | set(new)):
@@ -61,7 +65,7 @@ def config_differences(
       diffs.append(f"{field} ({where})")
     elif isinstance(old[name], Mapping) and isinstance(new[name], Mapping):
       diffs.extend(config_differences(old[name], new[name], field + "."))
-    elif old[name] != new[name]:
+    elif not config_checks.same_value(old[name], new[name]):
       diffs.append(f"{field}: {old[name]!r} -> {new[name]!r}")
   return diffs
 

@@ -42,6 +42,13 @@ FIGURES: dict[str, tuple[str, str]] = {
     "errors it rises or levels off with n, with heavy-tailed (Student-t) errors it peaks and falls "
     "(over-optimisation), at a KL that follows log n - (n-1)/n (proxy_peaks.csv).",
   ),
+  "best_of_n/win_rate_frontier.png": (
+    "Win rate vs KL of every policy, and over-optimisation under a proxy",
+    "Left: win rate vs KL of best-of-n (n = 1..256), soft best-of-n, Best-of-Poisson, the "
+    "tilt and the chi-squared optimum selecting by the true reward. Right: their true reward "
+    "vs KL when they select by a Student-t proxy; the star marks best-of-n's best n "
+    "(maxk.proxy_bon_best_n, frontier_best_n.json).",
+  ),
   "bandit_variance/variance_gaussian.png": (
     "Variance vs n, Gaussian toy (PKPO Fig. 4)",
     "PKPO's Gaussian toy: gradient variance of every estimator vs n, bands +-2 s.e. (the "

@@ -7,7 +7,7 @@ line of explanation each.
 
 Usage:
   python -m experiments.reproduce --workdir=out/reproduce     # about 5 minutes
-  python -m experiments.reproduce --workdir=/tmp/r --smoke   # tiny sizes, about 1.6 minutes
+  python -m experiments.reproduce --workdir=/tmp/r --smoke   # tiny sizes, about 1.7 minutes
 
 (on 2 idle CPU cores, as measured for each stage's expected_s in stages.py; a
 shared machine takes longer.)

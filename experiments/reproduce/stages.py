@@ -87,7 +87,7 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
       "best_of_n",
       "best-of-n KL, bounds, estimator and win rate (Beirami et al.)",
       "experiments.best_of_n",
-      (19, 9),
+      (26, 11),
     ),
     binary(
       "bandit_variance",
@@ -112,7 +112,8 @@ def stages(*, seed: int, smoke: bool) -> list[Stage]:
     ),
     Stage(
       "notebooks",
-      "the notebooks (PKPO Figs. 1, 2, 5; best-of-n; max@k; LM; prompt weights) executed",
+      "the notebooks (PKPO Figs. 1, 2, 5; best-of-n; max@k; LM; prompt weights; evaluating a "
+      "real harness file) executed",
       "notebooks",
       (),
       29 if smoke else 41,

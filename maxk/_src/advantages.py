@@ -188,7 +188,9 @@ def max_at_k_advantages(
   baseline = checks.check_option(baseline, "baseline", BASELINES)
   valid = ragged.as_valid(where, rewards.shape)
   if valid is not None:
-    return _max_at_k_advantages_ragged(rewards, valid, k, baseline)
+    # The tables and k are arguments (only k == 1 is static): another k reuses the program.
+    tables = ragged.max_operands(n, k, rewards.dtype)
+    return _max_at_k_advantages_ragged(rewards, valid, tables, k, k == 1, baseline)
   kind = reduced_baseline(baseline, n, k)
   # The coefficients are arguments of the compiled kernel, so another k at the
   # same shape reuses it; only which of them are all zero is static.
@@ -239,24 +241,33 @@ def _max_at_k_advantages(
   return checks.nan_group(rewards, sorting.unsort_last(a_sorted, order))
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3))
+@functools.partial(jax.jit, static_argnums=(4, 5))
 def _max_at_k_advantages_ragged(
-  rewards: jax.Array, valid: jax.Array, k: int, baseline: str
+  rewards: jax.Array,
+  valid: jax.Array,
+  packed: ragged.Packed,
+  k: jax.Array,
+  k_is_one: bool,
+  baseline: str,
 ) -> jax.Array:
   # The dense computation with n replaced by each group's m (see ragged.py): the
   # same shifts, with the coefficients gathered per group.
-  n, dtype = rewards.shape[-1], rewards.dtype
+  dtype, tables = rewards.dtype, ragged.unpack_max(packed)
   r_sorted, order, m, inside = ragged.sort_valid(rewards, valid)
   kind = baseline
-  if baseline == "leave_two_out" or (baseline == "loo_minus_one" and k == 1):
+  if baseline == "leave_two_out" or (baseline == "loo_minus_one" and k_is_one):
     kind = "loo_centered"
+
+  def transform(name: str) -> ragged.Coefficients:
+    return ragged.transform_from(tables, k, name, m, dtype, k_is_one=k_is_one)
+
   top = jnp.take_along_axis(r_sorted, jnp.maximum(m - 1, 0), axis=-1)
   shift = jnp.where(inside, sorted_kernels.finite_or_zero(top), 0)
   x = jnp.where(inside, r_sorted - shift, 0)
   if kind == "none":
-    a_sorted = ragged.apply(r_sorted, ragged.max_transform(n, k, "none", m, dtype))
+    a_sorted = ragged.apply(r_sorted, transform("none"))
   elif kind == "mean_std":
-    s = ragged.apply(x, ragged.max_transform(n, k, "none", m, dtype))
+    s = ragged.apply(x, transform("none"))
     a_sorted = sorted_kernels.zscore(s, eps=_STD_EPS, valid=inside)
   elif kind == "loo":
     mf = m.astype(dtype)
@@ -264,13 +275,13 @@ def _max_at_k_advantages_ragged(
 
     def direct() -> jax.Array:
       # The loo coefficients on x; the shift moves every a_i by shift·(k/m − k/(m−1)).
-      return ragged.apply(x, ragged.max_transform(n, k, "loo", m, dtype)) - c * shift
+      return ragged.apply(x, transform("loo")) - c * shift
 
     def precise() -> jax.Array:
       # (1 + c)·a_lc − c·U with c = k/(m(m−1)) (as a_lc = U − max@k(r_{−i})): its
       # coefficients round less than the loo suffix's.  Used for finite groups; with
       # an infinite reward the direct form keeps the dense call's IEEE values.
-      lc = ragged.max_transform(n, k, "loo_centered", m, dtype)
+      lc = transform("loo_centered")
       u = sorted_kernels.compensated_sum(jnp.where(lc.diag != 0, lc.diag * x, 0))
       return (1 + c) * ragged.apply(x, lc) - c * (u[..., None] + shift)
 
@@ -281,7 +292,7 @@ def _max_at_k_advantages_ragged(
       precise,
     )
   else:
-    a_sorted = ragged.apply(x, ragged.max_transform(n, k, kind, m, dtype))
+    a_sorted = ragged.apply(x, transform(kind))
   if kind in ("loo", "loo_centered"):
     # At m == k these are S (no leave-one-out estimate), which is not shift
     # invariant: S(r) = S(x) + shift there (every S(i) is the group maximum).

@@ -702,39 +702,83 @@ def max_at_k_curve_variance(rewards: ArrayLike, *, where: ArrayLike | None = Non
   return _max_at_k_curve_variance(rewards, *_gap_curve_operands(n, rewards.dtype))
 
 
-def pass_hat_k(correct: ArrayLike, k: int, *, where: ArrayLike | None = None) -> jax.Array:
-  """Unbiased pass^k estimate (all k samples correct) from n samples per group.
+# The two estimators of pass^k = p^k that :func:`pass_hat_k` offers.
+PASS_HAT_ESTIMATORS = ("unbiased", "plug_in")
+
+
+def pass_hat_k(
+  correct: ArrayLike,
+  k: int,
+  *,
+  estimator: str = "unbiased",
+  where: ArrayLike | None = None,
+) -> jax.Array:
+  """pass^k estimate (all k samples correct) from n samples per group.
 
   pass^k of a policy is p^k, the probability that k i.i.d. samples are all
-  correct.  The estimate C(c, k)/C(n, k), the fraction of k-subsets of the n
-  samples that hold only correct ones (c the number of correct samples), is
-  unbiased for it (a U-statistic); it is G-Pass@k_τ at τ = 1 (:func:`g_pass_at_k`).
-  Read from a static float64 table indexed by c, exact (correctly rounded) for
-  n <= 8192 as :func:`maxk.pass_at_k`.  Cost O(n) per group (the count).
+  correct (p the probability that one is).  Two estimators, from the number c of
+  correct samples among n (``estimator``):
+
+  * ``"unbiased"`` (default): C(c, k)/C(n, k), the fraction of k-subsets of the n
+    samples that hold only correct ones.  A U-statistic, so E[C(c, k)/C(n, k)] =
+    p^k exactly; it is G-Pass@k_τ at τ = 1 (:func:`g_pass_at_k`).  Read from a
+    static float64 table indexed by c, exact (correctly rounded) for n <= 8192 as
+    :func:`maxk.pass_at_k`.
+  * ``"plug_in"``: (c/n)^k, the k-th power of the success rate.  Biased upwards
+    for k >= 2 (and 0 < p < 1): x ↦ x^k is convex, so by Jensen's inequality
+    E[(c/n)^k] > (E[c/n])^k = p^k.  With c ~ Binomial(n, p) its expectation is
+
+      E[(c/n)^k] = Σ_{j=1}^{k} S(k, j) · n(n−1)···(n−j+1)/n^k · p^j
+                 = p^k + C(k, 2) p^(k−1) (1 − p)/n + O(1/n²),
+
+    S(k, j) the Stirling numbers of the second kind (the binomial's factorial
+    moments E[c(c−1)···(c−j+1)] = n(n−1)···(n−j+1) p^j); at k = 2 exactly
+    p² + p(1 − p)/n.  The bias vanishes as n grows at fixed k, but not at k
+    near n: at k = n the unbiased estimate is 1[c = n] and the plug-in (c/n)^n.
+    Computed in the input's floating dtype.
+
+  Cost O(n) per group (the count).
 
   Args:
     correct: ``[..., n]`` bool or {0, 1}; samples on the last axis.
     k: static int, ``1 <= k <= n``.
+    estimator: keyword-only, ``"unbiased"`` (default) or ``"plug_in"``.
     where: keyword-only, optional bool, broadcastable to ``correct``: the valid
       samples of each group (ragged groups): a group's estimate is that of its m
-      valid samples alone, NaN where m < k.  Its float64 table over (m, c)
-      costs O(n²·k) once per (n, k) on the host (seconds at n = 1024, k = 128).
+      valid samples alone (c/m for the plug-in), NaN where m < k (for both
+      estimators).  The unbiased estimator's float64 table over (m, c) costs
+      O(n²·k) once per (n, k) on the host (seconds at n = 1024, k = 128).
 
   Returns:
     ``[...]`` estimates in [0, 1].  A group with a non-finite entry returns NaN.
     Values outside {0, 1} raise ``ValueError`` when called eagerly; under ``jit``
-    c is taken as the rounded sum of the group.
+    c is taken as the rounded sum of the group (the plain sum for the plug-in).
 
   Raises:
-    ValueError: if ``k`` is not an int in [1, n] or ``correct`` is not {0, 1}.
+    ValueError: if ``k`` is not an int in [1, n], ``estimator`` is unknown or
+      ``correct`` is not {0, 1}.
 
   References: Yao et al., "τ-bench", arXiv 2406.12045 (pass^k); Liu et al.,
   arXiv 2412.13147 (G-Pass@k, its τ = 1 case).
   """
   values, n, k, valid = metrics.validate_correct(correct, k, where)
+  checks.check_option(estimator, "estimator", PASS_HAT_ESTIMATORS)
+  if estimator == "plug_in":
+    return _pass_hat_plug_in(values, valid, k)
   if valid is not None:
     return _ragged_lookup(values, valid, _ragged_pass_hat_operand(n, k, values.dtype))
   return metrics.table_lookup(values, _pass_hat_operand(n, k, values.dtype))
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _pass_hat_plug_in(values: jax.Array, valid: jax.Array | None, k: int) -> jax.Array:
+  """(c/m)^k per group, m its number of valid samples; NaN where m < k."""
+  if valid is None:
+    return jnp.mean(values, axis=-1) ** k
+  m = jnp.sum(valid, axis=-1, dtype=jnp.int32)
+  c = jnp.sum(jnp.where(valid, values, 0), axis=-1)
+  rate = c / jnp.maximum(m, 1).astype(values.dtype)
+  return jnp.where(m >= k, rate**k, jnp.nan)
 
 
 def pass_hat_k_curve(correct: ArrayLike, *, where: ArrayLike | None = None) -> jax.Array:

@@ -57,6 +57,12 @@ def win_rate(q: ArrayLike, p: ArrayLike, rewards: ArrayLike) -> jax.Array:
   half (the paper, which studies it for best-of-n, assumes unique rewards).
   Cost O(L log L) per distribution.
 
+  Against best-of-n instead of the reference: the win rate of any aligned policy
+  q (e.g. :func:`maxk.chi2_pmf`, :func:`maxk.tilt_pmf`) against best-of-n of π is
+  ``win_rate(q, bon_pmf(probs, rewards, n), rewards)``, and best-of-n against
+  best-of-m is ``win_rate(bon_pmf(..., n), bon_pmf(..., m), rewards)``, which is
+  n/(n + m) for a continuous reward.
+
   References: Beirami et al. 2401.01879, Sec. 5.
 
   Args:

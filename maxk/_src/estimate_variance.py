@@ -36,6 +36,7 @@ Distribution", Ann. Math. Statist. 1948 (U-statistic variance); Walder & Karkhan
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -113,13 +114,31 @@ def _ragged_tables(n: int, k: int) -> tuple[ragged.Pow2, ragged.Pow2, np.ndarray
   return choose, ragged.max_tables(n, k).inv, g
 
 
-def _ragged_fail(
-  n: int, k: int, top: jax.Array, size: jax.Array, dtype: jnp.dtype
-) -> tuple[jax.Array, jax.Array]:
-  """(p, 1 − q/p) for C(top, k)/C(size, k) and its disjoint-pair companion (see
-  :func:`_fail_log_tables` with c = size − top); 1 − q/p = 1 where top < 2k."""
+class RaggedOperands(NamedTuple):
+  """:func:`_ragged_tables` as kernel operands, host arrays passed with k as
+  arguments so that another k reuses the compiled program: C(m, k) and 1/C(N, k)
+  (:class:`maxk._src.ragged.Packed`) and G's :func:`maxk._src.ragged.split_host`
+  parts (``[2, n + 1]``, in the rewards' dtype)."""
+
+  tables: ragged.Packed
+  g: np.ndarray
+
+
+@functools.lru_cache(maxsize=256)
+def _ragged_operands(n: int, k: int, dtype: DTypeLike) -> RaggedOperands:
   choose, inv, g = _ragged_tables(n, k)
-  return ragged_fail(choose, inv, ragged.split(g, dtype), k, top, size, dtype)
+  return RaggedOperands(
+    ragged.pack([choose, inv], dtype), np.stack(ragged.split_host(g, np.dtype(dtype)))
+  )
+
+
+def _fail_from(
+  t: RaggedOperands, k: jax.Array, top: jax.Array, size: jax.Array, dtype: jnp.dtype
+) -> tuple[jax.Array, jax.Array]:
+  """:func:`ragged_fail` from the operands of :func:`_ragged_operands`, in a kernel."""
+  choose, inv = ragged.unpack(t.tables, [t.g.shape[-1]] * 2)
+  g = jnp.asarray(t.g)
+  return ragged_fail(choose, inv, (g[0], g[1]), k, top, size, dtype)
 
 
 def ragged_fail(
@@ -131,8 +150,10 @@ def ragged_fail(
   size: jax.Array,
   dtype: jnp.dtype,
 ) -> tuple[jax.Array, jax.Array]:
-  """:func:`_ragged_fail` from the tables of :func:`_ragged_tables` at k (``g`` as
-  :func:`maxk._src.ragged.split` parts; ``k`` may be traced)."""
+  """(p, 1 − q/p) for C(top, k)/C(size, k) and its disjoint-pair companion (see
+  :func:`_fail_log_tables` with c = size − top; 1 − q/p = 1 where top < 2k), from
+  the tables of :func:`_ragged_tables` at k (``g`` as :func:`maxk._src.ragged.split`
+  parts; ``k`` may be traced)."""
   p = ragged.gathered_ratio(choose, top, inv, size, dtype)
   log_r = ragged.split_difference(g, size, g, jnp.minimum(top, size))
   one_minus = jnp.where(top >= 2 * k, -jnp.expm1(log_r), 1)
@@ -183,7 +204,7 @@ def max_at_k_variance(rewards: ArrayLike, k: int, *, where: ArrayLike | None = N
   _check_two_subsets(k, n)
   valid = ragged.as_valid(where, rewards.shape)
   if valid is not None:
-    return _max_at_k_variance_ragged(rewards, valid, k)
+    return _max_at_k_variance_ragged(rewards, valid, _ragged_operands(n, k, rewards.dtype), k)
   return _max_at_k_variance(rewards, *_gap_operands(n, k, rewards.dtype))
 
 
@@ -264,7 +285,7 @@ def pass_at_k_variance(correct: ArrayLike, k: int, *, where: ArrayLike | None = 
   values, n, k, valid = metrics.validate_correct(correct, k, where)
   _check_two_subsets(k, n)
   if valid is not None:
-    return _pass_at_k_variance_ragged(values, valid, k)
+    return _pass_at_k_variance_ragged(values, valid, _ragged_operands(n, k, values.dtype), k)
   return metrics.table_lookup(values, _pass_variance_operand(n, k, values.dtype))
 
 
@@ -273,16 +294,18 @@ def _pass_variance_operand(n: int, k: int, dtype: DTypeLike) -> np.ndarray:
   return np.asarray(_pass_variance_table(n, k), np.dtype(dtype))
 
 
-@functools.partial(jax.jit, static_argnums=2)
-def _max_at_k_variance_ragged(rewards: jax.Array, valid: jax.Array, k: int) -> jax.Array:
+@jax.jit
+def _max_at_k_variance_ragged(
+  rewards: jax.Array, valid: jax.Array, t: RaggedOperands, k: jax.Array
+) -> jax.Array:
   # The gap form over each group's N valid samples: gap m (1..N−1) has
   # p_m = C(m, k)/C(N, k) and γ_m = p_m (1 − q/p) at c = N − m.
-  n, dtype = rewards.shape[-1], rewards.dtype
+  dtype = rewards.dtype
   r_sorted, _, size, inside = ragged.sort_valid(rewards, valid)
   lower, upper = r_sorted[..., :-1], r_sorted[..., 1:]
   gaps = jnp.where((upper == lower) | ~inside[..., 1:], 0, upper - lower)
   top = ragged.positions(gaps.shape)  # gap m between positions m and m + 1
-  p, one_minus = _ragged_fail(n, k, top, size, dtype)
+  p, one_minus = _fail_from(t, k, top, size, dtype)
   estimate = ragged_gap_variance(gaps, inside[..., 1:], p, one_minus)
   estimate = jnp.where(size[..., 0] >= 2 * k, estimate, jnp.nan)
   return ragged.nan_group(rewards, valid, estimate)
@@ -301,13 +324,15 @@ def ragged_gap_variance(
   return gap_sum(gamma_gaps, inside & (gamma != 0) & (gaps != 0), inner)
 
 
-@functools.partial(jax.jit, static_argnums=2)
-def _pass_at_k_variance_ragged(values: jax.Array, valid: jax.Array, k: int) -> jax.Array:
+@jax.jit
+def _pass_at_k_variance_ragged(
+  values: jax.Array, valid: jax.Array, t: RaggedOperands, k: jax.Array
+) -> jax.Array:
   # V̂ = p² (1 − q/p) with p = C(N − c, k)/C(N, k) over the N valid samples.
-  n, dtype = values.shape[-1], values.dtype
+  dtype = values.dtype
   size = ragged.count(valid)[..., 0]
   count, correct = metrics.count_correct(jnp.where(valid, values, 0))
   fail = size - correct
-  p, one_minus = _ragged_fail(n, k, jnp.maximum(fail, 0), size, dtype)
+  p, one_minus = _fail_from(t, k, jnp.maximum(fail, 0), size, dtype)
   estimate = jnp.where(size >= 2 * k, p * p * one_minus, jnp.nan)
   return jnp.where(jnp.isfinite(count), estimate, jnp.nan)

@@ -29,16 +29,25 @@ Samples.  At top count t an answer with c_b < t samples never reaches t, so its
 f_b is its whole (untruncated) weight polynomial, and all such answers together
 with the abstentions are one pool factor: for the binomial weights below, the
 product of their polynomials is the binomial pmf of their total count.  Only the
-answers with c_b >= t, at most ⌊n/t⌋ of them, need a factor of their own, and that
-factor has degree t.  Sorting the answers by count (largest first) gives level t
-exactly ⌊n/t⌋ static slots (masked where c_b < t).  Per group the cost is
-Σ_t ⌊n/t⌋ · ⌈⌊k/t⌋/2⌉ · (t + 1)(k + 1) = O(n k² log k).  The advantages need the
-DP of every distinct answer with one vote forced for (or removed from) it: for an
-answer with its own slot, the product over all the other slots comes from the
-prefix and suffix products along the slot axis (the derivative carried in both),
-read off at one coefficient; for an answer in the pool, or an abstention, the
-change only moves one draw in or out of the pool.  That is a few times the cost of
-maj@k, O(n k² log k) per group.
+N_t answers with c_b >= t need a factor of their own, of degree t: sorted by count
+(largest first), they are the first N_t slots.  The u-degree is also below N_t, so
+level t takes G_t = ⌈min(N_t, ⌊k/t⌋)/2⌉ nodes, and only the levels
+t <= min(k, max_b c_b) contribute.  k is traced, not compiled in: the polynomials
+keep their n + 1 coefficients (degree <= n) and are read at z^k, and loops run over
+the levels, over nodes and slots as far as the batch's largest G_t and N_t, and
+over a factor's coefficients in passes of 8, so one compiled program serves every
+k.  A group costs about 3 Σ_t N_t · G_t · (t + 1) · (n + 1) multiply-adds (the
+product, its derivative and the tie term), O(n² min(n, k log k)) as N_t · t <= n,
+G_t <= (N_t + 1)/2 and G_t <= ⌊k/t⌋/2 + 1; few distinct answers make it much less.
+The advantages need the DP of every distinct answer with one vote forced for (or
+removed from) it.  For an answer with its own slot, the product over all the other
+slots comes from the prefix products along the slots and the suffix products with
+the pool (the derivative carried in both); read backwards from z^k, the suffix
+times the slot's forced (removed) factor, dotted with the prefix, is the value, and
+since W[c, x] = q·W[c − 1, x − 1] + (1 − q)·W[c − 1, x] the two variants' products
+also give the next suffix.  For an answer in the pool, or an abstention, the change
+only moves one draw in or out of the pool.  That is about three times the cost of
+maj@k.
 
 Weights.  For n samples w_b(x) = C(c_b, x) q^x (1 − q)^(c_b − x) with q = k/n (a
 binomial pmf, so nothing overflows), and the product over answers, divided by
@@ -50,10 +59,11 @@ All coefficient tables are float64 on the host, cast to the input's dtype.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import functools
 import math
 import numbers
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 from jax import lax
@@ -111,17 +121,19 @@ def _pairs(k: int, tie: str, dtype: np.dtype) -> _Pairs:
 
 @functools.lru_cache(maxsize=128)
 def _binomial_pmf_table(n: int, k: int, dtype: np.dtype) -> np.ndarray:
-  """W[c, x] = C(c, x) q^x (1 − q)^(c − x), q = k/n, for c = 0..n, x = 0..k (float64 math)."""
+  """W[c, x] = C(c, x) q^x (1 − q)^(c − x), q = k/n, for c, x = 0..n (float64 math).
+
+  Its shape depends on n only, so that one compiled kernel serves every k.
+  """
   q = k / n
-  c = np.arange(n + 1)[:, None].astype(np.float64)
-  x = np.arange(k + 1)[None, :].astype(np.float64)
-  lg = np.vectorize(math.lgamma)
+  c = np.arange(n + 1)[:, None]
+  x = np.arange(n + 1)[None, :]
+  log_factorial = np.array([math.lgamma(i + 1) for i in range(n + 1)])
   valid = x <= c
-  cc, xx = np.broadcast_arrays(c, x)
-  log_comb = np.where(valid, lg(cc + 1) - lg(xx + 1) - lg(np.maximum(cc - xx, 0) + 1), 0.0)
-  log_q = xx * math.log(q)
+  rest = np.maximum(c - x, 0)
+  log_comb = np.where(valid, log_factorial[c] - log_factorial[x] - log_factorial[rest], 0.0)
+  log_q = x * math.log(q)
   # q = 1 (k = n): only x = c has weight (0^0 = 1).
-  rest = cc - xx
   log_1mq = rest * math.log1p(-q) if q < 1 else np.where(rest > 0, -np.inf, 0.0)
   table = np.where(valid, np.exp(log_comb + log_q + log_1mq), 0.0)
   return np.asarray(table, np.dtype(dtype))
@@ -195,169 +207,340 @@ def _vote_credit(
   return jnp.einsum("p,vps->vs", jnp.asarray(pairs.weight), d_prod)
 
 
-def _classes(ids: jax.Array, corr: jax.Array) -> tuple[jax.Array, ...]:
-  """Distinct answers of one group [n] by sorting the ids.
+class _Classes(NamedTuple):
+  """The distinct answers of B groups, largest count first: the slots of every level."""
 
-  Returns (cid [n] class slot of each sample, counts [n], correct [n] of each class
-  slot, abstain count, inconsistent flag).  Negative ids are abstentions (no class).
-  """
-  n = ids.shape[0]
-  iota = jnp.arange(n, dtype=jnp.int32)
-  ids_s, perm = lax.sort((ids, iota), num_keys=1)
-  new = jnp.concatenate([jnp.ones((1,), bool), ids_s[1:] != ids_s[:-1]])
-  cid_s = jnp.cumsum(new.astype(jnp.int32)) - 1
-  cid = jnp.zeros((n,), jnp.int32).at[perm].set(cid_s)
-  answered = ids >= 0
-  counts = jax.ops.segment_sum(answered.astype(jnp.int32), cid, num_segments=n)
-  n_correct = jax.ops.segment_sum(jnp.where(answered, corr, 0), cid, num_segments=n)
-  mixed = jnp.any((n_correct > 0) & (n_correct < counts))
-  abstain_correct = jnp.any(~answered & (corr > 0))
-  abstain = jnp.sum(~answered).astype(jnp.int32)
-  return cid, counts, (n_correct > 0).astype(corr.dtype), abstain, mixed | abstain_correct
+  counts: jax.Array  # [B, n] int (0 past the last answer)
+  correct: jax.Array  # [B, n] 1 for a correct answer
+  size: jax.Array  # [B] int: samples in the group (abstentions: size − Σ counts)
+  slot: jax.Array  # [B, n] int: each sample's answer's slot (0 for an abstention)
+  bad: jax.Array  # [B] bool: an answer both correct and wrong, or an abstention flagged correct
+
+
+def _classes(ids: jax.Array, corr: jax.Array, size: jax.Array) -> _Classes:
+  """The distinct answers of B groups [B, n] (negative ids abstain): every pair of ids
+  of a group compared (O(n²) compare-and-sum, cheap to compile, no scatter), the
+  answers ordered by count (ties by first sample) with single-key sorts."""
+
+  def one(ids: jax.Array, corr: jax.Array) -> tuple[jax.Array, ...]:
+    n = ids.shape[0]
+    iota = jnp.arange(n, dtype=jnp.int32)
+    answered = ids >= 0
+    same = (ids[:, None] == ids[None, :]) & answered[:, None]  # [i, j]: i's answer is j's
+    count = jnp.sum(same, axis=1, dtype=jnp.int32)
+    right = jnp.sum(jnp.where(same, corr[None, :], 0), axis=1)
+    first = jnp.min(jnp.where(same, iota[None, :], n), axis=1)  # n for an abstention
+    lead = first == iota  # the answer's first sample
+    bad = jnp.any(answered & (right > 0) & (right < count)) | jnp.any(~answered & (corr > 0))
+    # The answers' first samples by count, largest first (the other samples after them).
+    order = _sort_by(jnp.where(lead, n - count, n), iota)
+    counts = jnp.where(lead[order], count[order], 0)
+    correct = jnp.where(lead[order], (right[order] > 0).astype(corr.dtype), 0)
+    rank = _sort_by(order, iota)  # the inverse permutation: each lead's slot
+    return counts, correct, jnp.where(answered, rank[jnp.minimum(first, n - 1)], 0), bad
+
+  counts, correct, slot, bad = jax.vmap(one)(ids, corr)
+  return _Classes(counts, correct, size, slot, bad)
+
+
+def _sort_by(key: jax.Array, index: jax.Array) -> jax.Array:
+  """``index`` [n] ordered by (key, index) for keys in [0, n]: one sort of the packed
+  key·n + index where that fits int32 (a single-key sort is several times faster than
+  one with a second operand)."""
+  n = key.shape[0]
+  if (n + 1) * n < 2**31:
+    return jnp.sort(key * n + index) % n
+  return lax.sort((key, index), num_keys=2)[1]
+
+
+# The sample DP of maj_at_k and maj_at_k_advantages (module docstring, "Samples").  Its
+# shapes depend on n only: polynomials keep the n + 1 coefficients of degree <= n, k is a
+# traced scalar, and the loops over top counts, quadrature nodes, slots and a factor's
+# coefficients run as far as the batch needs, so one compiled kernel serves every k.
+
+#: Coefficients of a factor multiplied in per pass, as shifts known at compile time.
+_TAPS = 8
+# The rows W[c, :] of each group's weight table: counts [B] -> [B, n + 1].
+_Rows = Callable[[jax.Array], jax.Array]
+
+
+class _Rules(NamedTuple):
+  """Quadrature rules on [0, 1] by node count G: row G holds G nodes and weights, then
+  zero weights."""
+
+  nodes: np.ndarray  # [G_max + 1, G_max]
+  weights: np.ndarray  # [G_max + 1, G_max]
+
+
+@functools.lru_cache(maxsize=64)
+def _rules(n: int, tie: str, dtype: np.dtype) -> _Rules:
+  """Every rule a group of n samples may need: Gauss-Legendre with G <= ⌈n/2⌉ nodes
+  (tie "uniform"), or the single node u = 0 (tie "wrong": a tie at the top is wrong)."""
+  if tie == "wrong":
+    return _Rules(np.zeros((2, 1), dtype), np.array([[0.0], [1.0]], dtype))
+  g_max = -(-n // 2)
+  nodes, weights = np.zeros((g_max + 1, g_max)), np.zeros((g_max + 1, g_max))
+  for g in range(1, g_max + 1):
+    xi, wi = np.polynomial.legendre.leggauss(g)
+    nodes[g, :g], weights[g, :g] = (xi + 1) / 2, wi / 2
+  return _Rules(nodes.astype(dtype), weights.astype(dtype))
 
 
 class _Level(NamedTuple):
-  """One top count t of the sample DP: its answer slots, quadrature and index tables."""
+  """Top count t of a batch: each group's pool and rule, and how far the loops run."""
 
-  t: int
-  slots: int  # ⌊n/t⌋: at most this many answers have a count >= t.
-  mask: np.ndarray  # [G, t+1]: 1 for x < t, the node u at x = t.
-  weight: np.ndarray  # [G] quadrature weights.
-  gather: np.ndarray  # [k+1, t+1] int: max(s − x, 0).
-  inside: np.ndarray  # [k+1, t+1]: 1 where x <= s.
+  t: jax.Array
+  slots: jax.Array  # [] the most answers with >= t samples in any group
+  pool: jax.Array  # [B] samples outside the slots (answers below t, abstentions)
+  nodes: jax.Array  # [B] quadrature nodes of each group
 
 
-@functools.lru_cache(maxsize=128)
-def _levels(n: int, k: int, tie: str, dtype: np.dtype) -> tuple[_Level, ...]:
-  pairs = _pairs(k, tie, dtype)
-  t_of_pair = np.argmax(pairs.at, axis=1)
-  s = np.arange(k + 1)[:, None]
-  levels = []
-  for t in range(1, k + 1):
-    rows = t_of_pair == t
-    mask = pairs.below[rows, : t + 1] + pairs.u[rows, None] * pairs.at[rows, : t + 1]
-    x = np.arange(t + 1)[None, :]
-    levels.append(
-      _Level(
-        t,
-        n // t,
-        np.asarray(mask, dtype),
-        pairs.weight[rows],
-        np.maximum(s - x, 0).astype(np.int32),
-        (x <= s).astype(dtype),
-      )
-    )
-  return tuple(levels)
+def _level(cls: _Classes, k: jax.Array, t: jax.Array, tie: str) -> _Level:
+  """Level t takes the nodes that integrate it exactly: its u-degree is below both the
+  number N_t of answers that reach t and ⌊k/t⌋, and G nodes are exact to 2G − 1."""
+  reach = cls.counts >= t
+  slots = jnp.sum(reach, axis=-1, dtype=jnp.int32)
+  pool = cls.size - jnp.sum(jnp.where(reach, cls.counts, 0), axis=-1)
+  if tie == "wrong":
+    nodes = jnp.minimum(slots, 1)
+  else:
+    nodes = (jnp.minimum(slots, k // t) + 1) // 2
+  return _Level(t, jnp.max(slots), pool, nodes)
 
 
-def _times_short(poly: jax.Array, factor: jax.Array, level: _Level) -> jax.Array:
-  """poly [..., k+1] times factor [..., t+1] (same leading shape), truncated at degree k."""
-  gathered = poly[..., level.gather]  # [..., k+1, t+1]: poly[s − x]
-  return jnp.einsum("...sx,sx,...x->...s", gathered, jnp.asarray(level.inside), factor)
+def _levels(cls: _Classes, k: jax.Array, tie: str, body: Callable, init: Any) -> Any:
+  """init updated by body(level, u, w, state) for every top count t = 1..min(k, largest
+  count) and node: u and w [B] the p-th node and weight of each group's rule (weight 0
+  past its own nodes).  Higher levels contribute nothing."""
+  rules = _rules(cls.counts.shape[1], tie, np.dtype(cls.correct.dtype))
+
+  def one_level(t: jax.Array, state: Any) -> Any:
+    level = _level(cls, k, t, tie)
+
+    def one_node(p: jax.Array, state: Any) -> Any:
+      u = jnp.asarray(rules.nodes)[level.nodes, p]
+      return body(level, u, jnp.asarray(rules.weights)[level.nodes, p], state)
+
+    return lax.fori_loop(0, jnp.max(level.nodes), one_node, state)
+
+  return lax.fori_loop(1, jnp.minimum(k, jnp.max(cls.counts)) + 1, one_level, init)
 
 
-def _times_power(poly: jax.Array, t: int) -> jax.Array:
-  """poly · z^t truncated at degree k."""
-  pad = [(0, 0)] * (poly.ndim - 1) + [(t, 0)]
-  return jnp.pad(poly[..., : poly.shape[-1] - t], pad)
+def _moved(poly: jax.Array, d: int, *, reverse: bool = False) -> jax.Array:
+  """poly[..., s − d] (poly[..., s + d] with ``reverse``), 0 past either end."""
+  pad = [(0, 0)] * (poly.ndim - 1) + [(0, d) if reverse else (d, 0)]
+  padded = jnp.pad(poly, pad)
+  return padded[..., d:] if reverse else padded[..., : poly.shape[-1]]
 
 
-def _coefficient(a: jax.Array, b: jax.Array, degree: int) -> jax.Array:
-  """[z^degree] of a · b over the last axis (0 for a negative degree)."""
-  if degree < 0:
-    return jnp.zeros(a.shape[:-1], a.dtype)
-  return jnp.sum(a[..., : degree + 1] * jnp.flip(b[..., : degree + 1], -1), -1)
+def _shifts(poly: jax.Array, *, reverse: bool = False) -> list[jax.Array]:
+  """:func:`_moved` by 0 .. _TAPS − 1, from one padded copy."""
+  size = poly.shape[-1]
+  pad = [(0, 0)] * (poly.ndim - 1) + [(0, _TAPS - 1) if reverse else (_TAPS - 1, 0)]
+  padded = jnp.pad(poly, pad)
+  return [padded[..., (i if reverse else _TAPS - 1 - i) :][..., :size] for i in range(_TAPS)]
 
 
-def _coefficient_at(a: jax.Array, b: jax.Array, degree: int | jax.Array) -> jax.Array:
-  """:func:`_coefficient` at a ``degree`` in [0, k] that may be traced (k + 1 = the
-  last axis)."""
-  lag = degree - jnp.arange(a.shape[-1])
-  b_lagged = jnp.take(b, jnp.maximum(lag, 0), axis=-1)  # b[..., degree − x]
-  return jnp.sum(jnp.where(lag >= 0, a * b_lagged, 0), -1)
+class _Factor(NamedTuple):
+  """A slot's factor f(z, u) = Σ_{x<t} row[x] z^x + u·row[t]·z^t and its tie term
+  g(z) = corr·row[t]·z^t, the derivative of f in the mark of a correct answer."""
+
+  row: jax.Array  # [..., B, L]: the weight row
+  corr: jax.Array  # [..., B]
+  t: jax.Array
+  u: jax.Array  # [B]
 
 
-def _slot_factors(
-  rows: jax.Array, corr: jax.Array, valid: jax.Array, level: _Level
-) -> tuple[jax.Array, jax.Array]:
-  """Each slot's f_b(z, u) [J, G, t+1] and tie coefficient corr_b · w_b(t) [J].
+def _taps(factor: _Factor, x0: jax.Array | int) -> tuple[jax.Array, jax.Array]:
+  """Coefficients x0 .. x0 + _TAPS − 1 of f and g: [..., B, _TAPS] each."""
+  x = x0 + jnp.arange(_TAPS)
+  t, row = factor.t, factor.row
+  top = lax.dynamic_index_in_dim(row, t, axis=-1)  # [..., B, 1]
+  if isinstance(x0, int) and x0 + _TAPS <= row.shape[-1]:
+    row = row[..., x0 : x0 + _TAPS]
+  else:
+    row = jnp.pad(row, [(0, 0)] * (row.ndim - 1) + [(0, _TAPS)])
+    row = lax.dynamic_slice_in_dim(row, x0, _TAPS, -1)
+  f = jnp.where(x < t, row, 0) + jnp.where(x == t, factor.u[:, None] * top, 0)
+  return f, jnp.where(x == t, factor.corr[..., None] * top, 0)
 
-  An invalid slot (no answer with count >= t there) is the factor 1.
+
+def _times_factor(carry: jax.Array, factor: _Factor, *, reverse: bool = False) -> jax.Array:
+  """(F, D) = ``carry`` [2, ..., B, L] to (F ∗ f, D ∗ f + F ∗ g) truncated to L
+  coefficients (∗ the product of polynomials), or with ``reverse`` its transpose, the
+  same for polynomials read backwards from z^k.
+
+  Sums of positive terms.  Each pass multiplies in _TAPS coefficients as shifts known
+  at compile time (XLA fuses them into one loop); pass p moves up (down) by p·_TAPS,
+  as P_0 + S(P_1 + S(P_2 + ...)) with S the move by _TAPS, so the passes beyond the
+  first run only for t >= _TAPS.
   """
+
+  def one_pass(x0: jax.Array | int) -> jax.Array:
+    f, g = _taps(factor, x0)
+    shifted = _shifts(carry, reverse=reverse)
+    new_f = sum(f[..., i : i + 1] * shifted[i][0] for i in range(_TAPS))
+    new_d = sum(
+      f[..., i : i + 1] * shifted[i][1] + g[..., i : i + 1] * shifted[i][0] for i in range(_TAPS)
+    )
+    return jnp.stack([new_f, new_d])
+
+  passes = factor.t // _TAPS + 1  # coefficients 0..t
+
+  def more(first: jax.Array) -> jax.Array:
+    def one_more(i: jax.Array, acc: jax.Array) -> jax.Array:
+      return one_pass((passes - 1 - i) * _TAPS) + _moved(acc, _TAPS, reverse=reverse)
+
+    rest = lax.fori_loop(0, passes - 1, one_more, jnp.zeros_like(first))
+    return first + _moved(rest, _TAPS, reverse=reverse)
+
+  return lax.cond(passes > 1, more, lambda first: first, one_pass(0))
+
+
+def _slot(cls: _Classes, rows: _Rows, t: jax.Array, j: jax.Array) -> tuple[jax.Array, ...]:
+  """Slot j at level t: its weight row [B, L], its answer's correct flag and count [B];
+  the row is the factor 1 (e_0) where the group's j-th answer has fewer than t samples."""
+  count = lax.dynamic_index_in_dim(cls.counts, j, axis=1, keepdims=False)
+  corr = lax.dynamic_index_in_dim(cls.correct, j, axis=1, keepdims=False)
+  valid = count >= t
+  row = rows(count)
+  one = jnp.zeros_like(row).at[:, 0].set(1)
+  return jnp.where(valid[:, None], row, one), jnp.where(valid, corr, 0), count
+
+
+def _credit(cls: _Classes, rows: _Rows, k: jax.Array, tie: str) -> jax.Array:
+  """[B] Σ over top counts t and nodes of weight · [z^k] D_t: every group's
+  credit-weighted count of k-subsets (times C(size, k) q^k (1 − q)^(size − k))."""
+
+  def one_node(level: _Level, u: jax.Array, w: jax.Array, total: jax.Array) -> jax.Array:
+    def one_slot(j: jax.Array, carry: jax.Array) -> jax.Array:
+      row, corr, _ = _slot(cls, rows, level.t, j)
+      return _times_factor(carry, _Factor(row, corr, level.t, u))
+
+    start = rows(level.pool)
+    _, deriv = lax.fori_loop(0, level.slots, one_slot, jnp.stack([start, 0 * start]))
+    return total + w * _at(deriv, k)
+
+  return _levels(cls, k, tie, one_node, jnp.zeros(cls.size.shape, cls.correct.dtype))
+
+
+def _at(poly: jax.Array, degree: jax.Array) -> jax.Array:
+  """The coefficient of z^degree (traced) over the last axis."""
+  return lax.dynamic_index_in_dim(poly, degree, axis=-1, keepdims=False)
+
+
+def _reversed(poly: jax.Array, degree: jax.Array) -> jax.Array:
+  """poly read backwards from z^degree: [..., s] = poly[..., degree − s] (0 for s > degree)."""
+  lag = degree - jnp.arange(poly.shape[-1])
+  return jnp.where(lag >= 0, jnp.take(poly, jnp.maximum(lag, 0), axis=-1), 0)
+
+
+class _Shares(NamedTuple):
+  """The credit of the other samples with one vote forced for an answer, and with one of
+  its votes removed (read at z^(k − drop)), per slot (answers, largest first) and for
+  the pool (an abstention, or an answer below the top count), each times the weights'
+  scale."""
+
+  forced: jax.Array  # [B, n]
+  removed: jax.Array  # [B, n]
+  forced_pool: jax.Array  # [B]
+  removed_pool: jax.Array  # [B]
+
+
+def _node_shares(
+  cls: _Classes,
+  rows: _Rows,
+  k: jax.Array,
+  q: jax.Array,
+  drop: jax.Array,
+  level: _Level,
+  u: jax.Array,
+  pre: jax.Array,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """One node u [B] of a level: slot shares [n, 2, B] (forced, removed) and pool shares
+  [2, B], from the prefix products of the slots (from 1, kept in ``pre`` [n, 2, B, L]
+  and returned for the next node) and their suffix products (from the pool, read
+  backwards from z^k).  With one vote forced (removed), a slot's answer has its row of
+  one sample fewer moved up one draw (kept in place); the binomial rows satisfy
+  W[c] = q·(forced row) + (1 − q)·(removed row), so the two variants' products with
+  the suffix also give the next suffix."""
   t = level.t
-  f = rows[:, None, : t + 1] * jnp.asarray(level.mask)
-  one = np.zeros(t + 1)
-  one[0] = 1
-  f = jnp.where(valid[:, None, None], f, jnp.asarray(one, f.dtype))
-  return f, jnp.where(valid, corr * rows[:, t], 0)
+
+  def forward(j: jax.Array, state: tuple) -> tuple:
+    carry, pre = state
+    row, corr, _ = _slot(cls, rows, t, j)
+    pre = lax.dynamic_update_index_in_dim(pre, carry, j, axis=0)
+    return _times_factor(carry, _Factor(row, corr, t, u)), pre
+
+  one = jnp.zeros(pre.shape[2:], pre.dtype).at[:, 0].set(1)
+  (_, deriv), pre = lax.fori_loop(0, level.slots, forward, (jnp.stack([one, 0 * one]), pre))
+  # An answer below t, or an abstention, only moves one draw into or out of the pool.
+  rest = rows(jnp.maximum(level.pool - 1, 0))
+  pool = jnp.stack([jnp.sum(deriv * _reversed(rest, k - e), -1) for e in (1, drop)])
+
+  def backward(i: jax.Array, state: tuple) -> tuple:
+    j = level.slots - 1 - i
+    suffix, shares = state
+    row, corr, count = _slot(cls, rows, t, j)
+    less = rows(jnp.maximum(count - 1, 0))
+    variants = _Factor(jnp.stack([_shift_right(less), less]), jnp.stack([corr, corr]), t, u)
+    both = _times_factor(suffix[:, None], variants, reverse=True)  # [2, variant, B, L]
+    # [z^k] of D for the whole product (Σ_s D_pre·F_suf + F_pre·D_suf); "removed" at
+    # z^(k − drop), its suffix read one degree on.
+    before = lax.dynamic_index_in_dim(pre, j, axis=0, keepdims=False)[::-1]
+    at_k = jnp.sum(before[:, None] * both, axis=(0, -1))  # [variant, B]
+    below_k = jnp.sum(before * _moved(both[:, 1], 1, reverse=True), axis=(0, -1))
+    share = jnp.stack([at_k[0], jnp.where(drop == 1, below_k, at_k[1])])
+    shares = lax.dynamic_update_index_in_dim(shares, share, j, axis=0)
+    mixed = q[:, None] * both[:, 0] + (1 - q[:, None]) * both[:, 1]
+    return jnp.where((count >= t)[:, None], mixed, suffix), shares
+
+  last = _reversed(rows(level.pool), k)
+  start = (jnp.stack([last, 0 * last]), jnp.zeros((pre.shape[0], 2, *q.shape), pre.dtype))
+  _, shares = lax.fori_loop(0, level.slots, backward, start)
+  return shares, pool, pre
 
 
-def _scan_slots(
-  f: jax.Array, tie: jax.Array, init: jax.Array, level: _Level, *, reverse: bool = False
-) -> tuple[tuple[jax.Array, jax.Array], tuple[jax.Array, jax.Array]]:
-  """Multiplies the slots' factors into (F, D) = (init, 0), D the tie derivative.
+def _shares(
+  cls: _Classes, rows: _Rows, k: jax.Array, q: jax.Array, drop: jax.Array, tie: str
+) -> _Shares:
+  """Σ over top counts t and nodes of the forced and removed credit (:class:`_Shares`): an
+  answer with its own slot at t takes its slot's share, the others the pool's."""
+  batch, n = cls.counts.shape
 
-  Returns the final (F, D) [G, k+1] and, per slot, the (F, D) before that slot's
-  factor [J, G, k+1] (the product over the slots before it, or after it with
-  ``reverse``).
-  """
-
-  def step(carry: tuple[jax.Array, jax.Array], xs: tuple[jax.Array, jax.Array]) -> tuple:
-    prod, deriv = carry
-    fj, cj = xs
-    new = (
-      _times_short(prod, fj, level),
-      _times_short(deriv, fj, level) + cj * _times_power(prod, level.t),
+  def one_node(level: _Level, u: jax.Array, w: jax.Array, state: tuple) -> tuple:
+    total, pre = state
+    slot, pool, pre = _node_shares(cls, rows, k, q, drop, level, u, pre)
+    pool = w * pool
+    slot = jnp.where(cls.counts >= level.t, w[:, None] * slot.transpose(1, 2, 0), pool[..., None])
+    total = _Shares(
+      total.forced + slot[0],
+      total.removed + slot[1],
+      total.forced_pool + pool[0],
+      total.removed_pool + pool[1],
     )
-    return new, carry
+    return total, pre
 
-  start = jnp.broadcast_to(init, (f.shape[1], init.shape[-1]))
-  return lax.scan(step, (start, jnp.zeros_like(start)), (f, tie), reverse=reverse)
-
-
-def _sorted_classes(counts: jax.Array, corr: jax.Array) -> tuple[jax.Array, ...]:
-  """The answer classes by count, largest first: (perm, counts, correct)."""
-  iota = jnp.arange(counts.shape[0], dtype=jnp.int32)
-  _, perm = lax.sort((-counts, iota), num_keys=1)
-  return perm, counts[perm], corr[perm]
-
-
-def _sample_value(
-  counts: jax.Array,
-  corr: jax.Array,
-  pmf: jax.Array,
-  n: int,
-  k: int,
-  tie: str,
-  size: int | jax.Array | None = None,
-) -> jax.Array:
-  """maj@k of one group of ``size`` <= n samples (default n) from its class counts
-  (abstentions: size − Σ counts); ``pmf`` holds the weights of that size."""
-  size = n if size is None else size
-  _, cs, corr_s = _sorted_classes(counts, corr)
-  total = jnp.zeros((), pmf.dtype)
-  for level in _levels(n, k, tie, np.dtype(pmf.dtype)):
-    valid = cs[: level.slots] >= level.t
-    pool = size - jnp.sum(jnp.where(valid, cs[: level.slots], 0))
-    f, tie_coef = _slot_factors(pmf[cs[: level.slots]], corr_s[: level.slots], valid, level)
-    (_, deriv), _ = _scan_slots(f, tie_coef, pmf[pool], level)
-    total = total + jnp.asarray(level.weight) @ deriv[:, k]
-  return total / pmf[size, k]
+  zero = jnp.zeros(cls.counts.shape, cls.correct.dtype)
+  pre = jnp.zeros((n, 2, batch, n + 1), cls.correct.dtype)
+  total, _ = _levels(cls, k, tie, one_node, (_Shares(zero, zero, zero[:, 0], zero[:, 0]), pre))
+  return total
 
 
 class _PmfFactors(NamedTuple):
   """Static factors of the weights W_m[c, x] = C(c, x) q^x (1 − q)^(c − x), q = k/m,
-  of a group of m <= n valid samples (:class:`maxk._src.ragged.Pow2`, host arrays)."""
+  of a group of m <= n valid samples (:class:`maxk._src.ragged.Pow2`, host arrays;
+  shapes [n + 1, n + 1] whatever k)."""
 
-  binom: ragged.Pow2  # [n + 1, k + 1]: C(c, x).
-  q_power: ragged.Pow2  # [n + 1, k + 1]: q^x at [m, x] (0 for m < k).
-  rest_power: ragged.Pow2  # [n + 1, n + 1]: (1 − q)^y at [m, y] (0^0 = 1 at m = k).
+  binom: ragged.Pow2  # C(c, x) at [c, x].
+  q_power: ragged.Pow2  # q^x at [m, x] (0 for m < k).
+  rest_power: ragged.Pow2  # (1 − q)^y at [m, y] (0^0 = 1 at m = k).
 
 
 @functools.lru_cache(maxsize=32)
 def _pmf_factors(n: int, k: int, dtype: DTypeLike) -> _PmfFactors:
   c = np.arange(n + 1)[:, None]
-  x = np.arange(k + 1)[None, :]
+  x = np.arange(n + 1)[None, :]
   y = np.arange(n + 1)[None, :].astype(np.float64)
   m = np.arange(n + 1, dtype=np.float64)[:, None]
   with np.errstate(divide="ignore", invalid="ignore"):
@@ -372,16 +555,22 @@ def _pmf_factors(n: int, k: int, dtype: DTypeLike) -> _PmfFactors:
   return _PmfFactors(host(combinatorics.log_binom(c, x)), host(log_q), host(log_rest))
 
 
-def _group_pmf(factors: _PmfFactors, m: jax.Array, dtype: jnp.dtype) -> jax.Array:
-  """W_m [n + 1, k + 1] of one group of m valid samples (:func:`_binomial_pmf_table`
-  at size m, as a product of three mantissas and a power of two)."""
-  c = jnp.arange(factors.binom.mant.shape[0])[:, None]
-  x = jnp.arange(factors.binom.mant.shape[1])[None, :]
-  y = jnp.maximum(c - x, 0)
+def _group_rows(factors: _PmfFactors, m: jax.Array, dtype: jnp.dtype) -> _Rows:
+  """The rows of each group's own W_m (m: [B]): ``rows(c)`` [B, n + 1] is
+  :func:`_binomial_pmf_table` at size m, row c, as a product of three mantissas and a
+  power of two."""
   binom, q_power, rest_power = factors
-  mant = binom.mant * q_power.mant[m][None, :] * rest_power.mant[m][y]
-  exp = binom.exp + q_power.exp[m][None, :] + rest_power.exp[m][y]
-  return jnp.where(x <= c, jnp.ldexp(mant.astype(dtype), exp), 0)
+  x = jnp.arange(binom.mant.shape[1])[None, :]
+  q_mant, q_exp = jnp.asarray(q_power.mant)[m], jnp.asarray(q_power.exp)[m]
+  rest_mant, rest_exp = jnp.asarray(rest_power.mant)[m], jnp.asarray(rest_power.exp)[m]
+
+  def rows(c: jax.Array) -> jax.Array:
+    y = jnp.maximum(c[:, None] - x, 0)
+    mant = jnp.asarray(binom.mant)[c] * q_mant * jnp.take_along_axis(rest_mant, y, axis=1)
+    exp = jnp.asarray(binom.exp)[c] + q_exp + jnp.take_along_axis(rest_exp, y, axis=1)
+    return jnp.where(x <= c[:, None], jnp.ldexp(mant.astype(dtype), exp), 0)
+
+  return rows
 
 
 def _valid_only(
@@ -467,9 +656,12 @@ def maj_at_k(
   maj@k ≈ (1/C(n,k)) Σ_{|I|=k} h(I), where h(I) is 1 when the most frequent answer
   among the samples I is correct (self-consistency, Wang et al. arXiv 2203.11171,
   Sec. 2; cons@k).  Computed by counting, without enumerating subsets (module
-  docstring, "Samples"): cost O(Σ_{t<=k} ⌊n/t⌋ · ⌈⌊k/t⌋/2⌉ · t k) = O(n k² log k)
-  per group, all sums of positive terms with float64 coefficient tables.  k = 1 gives the mean
-  of ``correct`` (pass@1).
+  docstring, "Samples"): cost O(Σ_t N_t · G_t · t · n) = O(n² min(n, k log k)) per
+  group, with N_t the answers that have at least t samples and G_t <=
+  ⌈min(N_t, ⌊k/t⌋)/2⌉ quadrature nodes, all sums of positive terms with float64
+  coefficient tables.  k is an argument of the compiled kernel, not part of it, so
+  one compilation per shape serves every k.  k = 1 gives the mean of ``correct``
+  (pass@1).
 
   Ties at the top (``tie``):
 
@@ -491,14 +683,15 @@ def maj_at_k(
   Args:
     answer_ids: ``[..., n]`` integer answer labels; samples on the last axis.
     correct: ``[..., n]`` bool or {0, 1}: whether each sample's answer is correct.
-    k: static int, ``1 <= k <= n``.
+    k: Python int, ``1 <= k <= n`` (checked eagerly; traced in the compiled
+      kernel).
     tie: keyword-only, ``"uniform"`` or ``"wrong"``.
     where: keyword-only, optional bool, broadcastable to ``correct``: the valid
       samples of each group (ragged groups; README's "Ragged groups").  A
       group's estimate is that of its m valid samples alone (an invalid sample
       takes no place in any subset, unlike an abstention), NaN where m < k.  The
       weights of q = k/m are products of static factors of (c, x) and of m
-      (as mantissas and powers of two), O(nk) per group on top of the DP.
+      (as mantissas and powers of two), formed row by row as the DP reads them.
 
   Returns:
     ``[...]`` estimates in [0, 1], in ``correct``'s floating dtype (float32 for
@@ -516,38 +709,39 @@ def maj_at_k(
   ids, values, n, k, valid = _prepare(answer_ids, correct, k, tie, where)
   if valid is not None:
     factors = _pmf_factors(n, k, values.dtype)
-    return _maj_at_k_ragged(ids, values, valid, factors, k, tie).reshape(ids.shape[:-1])
+    out = _maj_at_k_ragged(ids, values, valid, factors, np.int32(k), tie)
+    return out.reshape(ids.shape[:-1])
   pmf = _binomial_pmf_table(n, k, values.dtype)
-  return _maj_at_k(ids, values, pmf, k, tie).reshape(ids.shape[:-1])
+  return _maj_at_k(ids, values, pmf, np.int32(k), tie).reshape(ids.shape[:-1])
 
 
-@functools.partial(jax.jit, static_argnums=(3, 4))
-def _maj_at_k(ids: jax.Array, values: jax.Array, pmf: jax.Array, k: int, tie: str) -> jax.Array:
-  n = ids.shape[-1]
-
-  def one(ids_row: jax.Array, v_row: jax.Array) -> jax.Array:
-    bad = jnp.any(jnp.isnan(v_row))
-    _, counts, corr, _, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
-    value = _sample_value(counts, corr, pmf, n, k, tie)
-    return jnp.where(bad | mixed, jnp.nan, value)
-
-  return jax.vmap(one)(_flat(ids), _flat(values))
-
-
-@functools.partial(jax.jit, static_argnums=(4, 5))
-def _maj_at_k_ragged(
-  ids: jax.Array, values: jax.Array, valid: jax.Array, factors: _PmfFactors, k: int, tie: str
+@functools.partial(jax.jit, static_argnums=4)
+def _maj_at_k(
+  ids: jax.Array, values: jax.Array, pmf: jax.Array, k: jax.Array, tie: str
 ) -> jax.Array:
+  ids, values = _flat(ids), _flat(values)
   n = ids.shape[-1]
+  size = jnp.full(ids.shape[:1], n, jnp.int32)
+  cls = _classes(ids, jnp.nan_to_num(values), size)
+  value = _credit(cls, lambda c: pmf[c], k, tie) / pmf[n, k]
+  return jnp.where(jnp.any(jnp.isnan(values), axis=-1) | cls.bad, jnp.nan, value)
 
-  def one(ids_row: jax.Array, v_row: jax.Array, valid_row: jax.Array) -> jax.Array:
-    ids_row, corr_row, m, bad = _valid_only(ids_row, v_row, valid_row)
-    _, counts, corr, _, mixed = _classes(ids_row, corr_row)
-    size = jnp.maximum(m, k)  # groups with m < k are NaN
-    value = _sample_value(counts, corr, _group_pmf(factors, size, values.dtype), n, k, tie, size)
-    return jnp.where(bad | mixed | (m < k), jnp.nan, value)
 
-  return jax.vmap(one)(_flat(ids), _flat(values), _flat(valid))
+@functools.partial(jax.jit, static_argnums=5)
+def _maj_at_k_ragged(
+  ids: jax.Array,
+  values: jax.Array,
+  valid: jax.Array,
+  factors: _PmfFactors,
+  k: jax.Array,
+  tie: str,
+) -> jax.Array:
+  ids, corr, m, nan = jax.vmap(_valid_only)(_flat(ids), _flat(values), _flat(valid))
+  size = jnp.maximum(m, k)  # groups with m < k are NaN
+  cls = _classes(ids, corr, size)
+  rows = _group_rows(factors, size, values.dtype)
+  value = _credit(cls, rows, k, tie) / _at(rows(size), k)
+  return jnp.where(nan | cls.bad | (m < k), jnp.nan, value)
 
 
 def maj_at_k_advantages(
@@ -583,14 +777,15 @@ def maj_at_k_advantages(
   one vote forced for i's answer, and the leave-one-out value is the same DP
   without that vote.  All of these come from one pass of that DP over the answers
   (prefix and suffix products of the answers' factors; module docstring,
-  "Samples"), so the cost per group is O(n k² log k), a few times that of
-  :func:`maj_at_k`.
+  "Samples"), so the cost per group is about three times that of :func:`maj_at_k`,
+  O(n² min(n, k log k)), and one compilation per shape serves every k.
 
   Args:
     answer_ids: ``[..., n]`` integer answer labels of any width (negative: no
       answer; 64-bit host ids factorised, as in :func:`maj_at_k`).
     correct: ``[..., n]`` bool or {0, 1}.
-    k: static int, ``1 <= k <= n``.
+    k: Python int, ``1 <= k <= n`` (checked eagerly; traced in the compiled
+      kernel).
     tie: keyword-only, ``"uniform"`` or ``"wrong"`` (as in :func:`maj_at_k`).
     baseline: keyword-only, one of ``"none"``, ``"loo"``, ``"loo_centered"``,
       ``"loo_minus_one"``.
@@ -617,143 +812,96 @@ def maj_at_k_advantages(
     kind = "loo_centered" if baseline == "loo_minus_one" and k == 1 else baseline
     factors = _pmf_factors(n, k, values.dtype)
     code = np.int32(MAJ_BASELINES.index(kind))
-    out = _maj_at_k_advantages_ragged(ids, values, valid, factors, code, k, tie)
+    out = _maj_at_k_advantages_ragged(ids, values, valid, factors, code, np.int32(k), tie)
     return out.reshape(ids.shape)
   kind = advantages.reduced_baseline(baseline, n, k)
   pmf = _binomial_pmf_table(n, k, values.dtype)
   # "loo" and "loo_centered" differ only in the leave-one-out estimate's scale.
   scale = k / (n - 1) if kind == "loo" else k / n
   code = np.int32(MAJ_BASELINES.index(kind))
-  return _maj_at_k_advantages(ids, values, pmf, scale, code, k, tie).reshape(ids.shape)
+  out = _maj_at_k_advantages(ids, values, pmf, scale, code, np.int32(k), tie)
+  return out.reshape(ids.shape)
 
 
-@functools.partial(jax.jit, static_argnums=(5, 6))
+@functools.partial(jax.jit, static_argnums=6)
 def _maj_at_k_advantages(
   ids: jax.Array,
   values: jax.Array,
   pmf: jax.Array,
   scale: float | jax.Array,
   code: jax.Array,
-  k: int,
+  k: jax.Array,
   tie: str,
 ) -> jax.Array:
-  n = ids.shape[-1]
-  # S(i) = (k/n) · E[h(J ∪ {i})] over (k−1)-subsets J of the other n − 1 samples: the
-  # DP of the other samples with one vote forced for i's answer (its row shifted by
-  # one draw), read at z^k.  The leave-one-out values are the same DP without that
-  # vote, read at z^(k−1) ("loo_minus_one") or z^k.  Both use the binomial weights of
-  # q = k/n on the n − 1 others (any q gives the same ratio; this one keeps the
-  # values in range).
-
-  def one(ids_row: jax.Array, v_row: jax.Array) -> jax.Array:
-    bad = jnp.any(jnp.isnan(v_row))
-    cid, counts, corr, _, mixed = _classes(ids_row, jnp.nan_to_num(v_row))
-    a = _advantage_row(ids_row, cid, counts, corr, pmf, n, scale, None, code, k, tie)
-    return jnp.where(bad | mixed, jnp.nan, a)
-
-  return jax.vmap(one)(_flat(ids), _flat(values))
+  ids, values = _flat(ids), _flat(values)
+  size = jnp.full(ids.shape[:1], ids.shape[-1], jnp.int32)
+  cls = _classes(ids, jnp.nan_to_num(values), size)
+  a = _advantages(ids, cls, lambda c: pmf[c], scale, None, code, k, tie)
+  return jnp.where((jnp.any(jnp.isnan(values), axis=-1) | cls.bad)[:, None], jnp.nan, a)
 
 
-@functools.partial(jax.jit, static_argnums=(5, 6))
+@functools.partial(jax.jit, static_argnums=6)
 def _maj_at_k_advantages_ragged(
   ids: jax.Array,
   values: jax.Array,
   valid: jax.Array,
   factors: _PmfFactors,
   code: jax.Array,
-  k: int,
+  k: jax.Array,
   tie: str,
 ) -> jax.Array:
   # The dense transform of each group's m valid samples: weights of q = k/m, S's
   # scale k/m and the leave-one-out scale of m; at m == k "loo" and
   # "loo_centered" are "none" (as the dense reduction at n == k).
-  def one(ids_row: jax.Array, v_row: jax.Array, valid_row: jax.Array) -> jax.Array:
-    ids_row, corr_row, m, bad = _valid_only(ids_row, v_row, valid_row)
-    cid, counts, corr, _, mixed = _classes(ids_row, corr_row)
-    size = jnp.maximum(m, k)
-    pmf = _group_pmf(factors, size, values.dtype)
-    mf = size.astype(values.dtype)
-    scale = jnp.where(code == _LOO, k / jnp.maximum(mf - 1, 1), k / mf)
-    a = _advantage_row(ids_row, cid, counts, corr, pmf, size, scale, size == k, code, k, tie)
-    a = jnp.where(valid_row & (m >= k), a, 0)
-    return jnp.where(valid_row & (bad | mixed), jnp.nan, a)
-
-  return jax.vmap(one)(_flat(ids), _flat(values), _flat(valid))
+  valid = _flat(valid)
+  ids, corr, m, nan = jax.vmap(_valid_only)(_flat(ids), _flat(values), valid)
+  size = jnp.maximum(m, k)
+  cls = _classes(ids, corr, size)
+  mf, kf = size.astype(values.dtype), k.astype(values.dtype)
+  scale = jnp.where(code == _LOO, kf / jnp.maximum(mf - 1, 1), kf / mf)
+  rows = _group_rows(factors, size, values.dtype)
+  a = _advantages(ids, cls, rows, scale, size == k, code, k, tie)
+  a = jnp.where(valid & (m >= k)[:, None], a, 0)
+  return jnp.where(valid & (nan | cls.bad)[:, None], jnp.nan, a)
 
 
-def _advantage_row(
-  ids_row: jax.Array,
-  cid: jax.Array,
-  counts: jax.Array,
-  corr: jax.Array,
-  pmf: jax.Array,
-  size: int | jax.Array,
+def _advantages(
+  ids: jax.Array,
+  cls: _Classes,
+  rows: _Rows,
   scale: float | jax.Array,
   plain: jax.Array | None,
   code: jax.Array,
-  k: int,
+  k: jax.Array,
   tie: str,
 ) -> jax.Array:
-  """The advantages of one group of ``size`` <= n samples (n = ``ids_row``'s length)
-  from its classes (:func:`_classes`) and the weights ``pmf`` of that size, for the
-  baseline ``code`` (traced; "loo" and "loo_centered" differ only in ``scale``); with
-  ``plain`` True, they give "none" (no leave-one-out estimate at size == k)."""
-  n = ids_row.shape[0]
+  """[B, n] advantages of groups of ``cls.size`` <= n samples (n = ``ids``' length) from
+  their answers and their weight rows, for the baseline ``code`` (traced; "loo" and
+  "loo_centered" differ only in ``scale``, [B] or a scalar); where ``plain`` ([B]) is
+  True, they give "none" (no leave-one-out estimate at size == k)."""
   # S(i) = (k/n) · E[h(J ∪ {i})] over (k−1)-subsets J of the other n − 1 samples: the
   # DP of the other samples with one vote forced for i's answer (its row shifted by
   # one draw), read at z^k.  The leave-one-out values are the same DP without that
   # vote, read at z^(k−1) ("loo_minus_one") or z^k.  Both use the binomial weights of
   # q = k/n on the n − 1 others (any q gives the same ratio; this one keeps the
   # values in range).  Here n is the group's size.
-  removed_degree = jnp.where(code == _LOO_MINUS_ONE, k - 1, k)
-  levels = _levels(n, k, tie, np.dtype(pmf.dtype))
-  perm, cs, corr_s = _sorted_classes(counts, corr)
-  forced_s = jnp.zeros((n,), pmf.dtype)  # per class, largest first
-  removed_s = jnp.zeros((n,), pmf.dtype)
-  forced_pool = jnp.zeros((), pmf.dtype)  # an abstention's (or small answer's) share
-  removed_pool = jnp.zeros((), pmf.dtype)
-  for level in levels:
-    j_slots, t = level.slots, level.t
-    c = cs[:j_slots]
-    valid = c >= t
-    pool = size - jnp.sum(jnp.where(valid, c, 0))
-    weight = jnp.asarray(level.weight)
-    f, tie_coef = _slot_factors(pmf[c], corr_s[:j_slots], valid, level)
-    (_, deriv_all), (pre, pre_d) = _scan_slots(
-      f, tie_coef, jnp.zeros((k + 1,), pmf.dtype).at[0].set(1), level
-    )
-    _, (suf, suf_d) = _scan_slots(f, tie_coef, pmf[pool], level, reverse=True)
-    # A sample whose answer has a count < t (or no answer) only moves one draw
-    # into or out of the pool: the others' polynomial times pmf[pool − 1].
-    rest = pmf[jnp.maximum(pool - 1, 0)]
-    level_forced_pool = weight @ _coefficient(deriv_all, rest, k - 1)
-    level_removed_pool = weight @ _coefficient_at(deriv_all, rest, removed_degree)
-    # An answer with its own slot: all-but-one products from the prefix and suffix.
-    less = pmf[jnp.maximum(c - 1, 0)]
-    slot_values = []
-    for rows, degree in ((_shift_right(less), k), (less, removed_degree)):
-      fv, tv = _slot_factors(rows, corr_s[:j_slots], valid, level)
-      a = _times_short(pre_d, fv, level) + tv[:, None, None] * _times_power(pre, t)
-      b = _times_short(pre, fv, level)
-      both = _coefficient_at(a, suf, degree) + _coefficient_at(b, suf_d, degree)
-      slot_values.append(jnp.pad(both @ weight, (0, n - j_slots)))
-    in_slot = (jnp.arange(n) < j_slots) & (cs >= t)
-    forced_s += jnp.where(in_slot, slot_values[0], level_forced_pool)
-    removed_s += jnp.where(in_slot, slot_values[1], level_removed_pool)
-    forced_pool += level_forced_pool
-    removed_pool += level_removed_pool
-  forced = jnp.append(jnp.zeros((n,), pmf.dtype).at[perm].set(forced_s), forced_pool)
-  removed = jnp.append(jnp.zeros((n,), pmf.dtype).at[perm].set(removed_s), removed_pool)
-  answered = ids_row >= 0
-  pick = lambda part: jnp.where(answered, part[cid], part[n])  # per sample
-  s_scaled = pick(forced)  # S(i) · (size/k) · pmf[size − 1, k − 1]
-  share = k / size  # k/n, or k/m per group
-  s_val = share * s_scaled / pmf[size - 1, k - 1]
+  dtype = cls.correct.dtype
+  share = k.astype(dtype) / cls.size.astype(dtype)  # q = k/n, or k/m
+  drop = jnp.where(code == _LOO_MINUS_ONE, 1, 0)
+  shares = _shares(cls, rows, k, share, drop, tie)
+  answered = ids >= 0
+  pick = lambda by_slot, pool: jnp.where(
+    answered, jnp.take_along_axis(by_slot, cls.slot, axis=1), pool[:, None]
+  )
+  s_scaled = pick(shares.forced, shares.forced_pool)  # S(i) · (n/k) · W[n − 1, k − 1]
+  s_removed = pick(shares.removed, shares.removed_pool)
+  fewer = rows(cls.size - 1)
+  share = share[:, None]
+  s_val = share * s_scaled / _at(fewer, k - 1)[:, None]
   # "loo_minus_one": one ratio for both terms, their difference formed before dividing.
-  s_removed = pick(removed)
-  minus_one = share * (s_scaled - s_removed) / pmf[size - 1, k - 1]
-  loo = s_val - scale * s_removed / pmf[size - 1, k]
-  loo = loo if plain is None else jnp.where(plain, s_val, loo)
+  minus_one = share * (s_scaled - s_removed) / _at(fewer, k - 1)[:, None]
+  loo = s_val - jnp.reshape(scale, (-1, 1)) * s_removed / _at(fewer, k)[:, None]
+  loo = loo if plain is None else jnp.where(plain[:, None], s_val, loo)
   return jnp.where(code == _NONE, s_val, jnp.where(code == _LOO_MINUS_ONE, minus_one, loo))
 
 

@@ -105,7 +105,7 @@ def pass_at_k(correct: ArrayLike, k: int, *, where: ArrayLike | None = None) -> 
   """
   values, n, k, valid = validate_correct(correct, k, where)
   if valid is not None:
-    return _pass_at_k_ragged(values, valid, k)
+    return _pass_at_k_ragged(values, valid, ragged.max_operands(n, k, values.dtype), k)
   return table_lookup(values, _pass_at_k_operand(n, k, values.dtype))
 
 
@@ -161,7 +161,7 @@ def max_at_k(rewards: ArrayLike, k: int, *, where: ArrayLike | None = None) -> j
   k = checks.check_int(k, "k", low=1, high=n, high_name="n")
   valid = ragged.as_valid(where, rewards.shape)
   if valid is not None:
-    return _max_at_k_ragged(rewards, valid, k)
+    return _max_at_k_ragged(rewards, valid, ragged.max_operands(n, k, rewards.dtype), k)
   return _max_at_k(rewards, *_max_at_k_operands(n, k, rewards.dtype))
 
 
@@ -179,25 +179,37 @@ def _max_at_k(rewards: jax.Array, weights: jax.Array, top: jax.Array) -> jax.Arr
   return sorted_kernels.rank_weighted_sum(r_sorted, weights, top, jnp.zeros_like(top))
 
 
-def ragged_estimate(values: jax.Array, valid: jax.Array, k: int) -> jax.Array:
-  """Σ_{t<=m} C(t−1, k−1)/C(m, k) r_(t) over each group's m valid samples (NaN if m < k)."""
-  n = values.shape[-1]
+def ragged_estimate(
+  values: jax.Array, valid: jax.Array, diag: ragged.Pow2, inv: ragged.Pow2, k: int | jax.Array
+) -> jax.Array:
+  """Σ_{t<=m} C(t−1, k−1)/C(m, k) r_(t) over each group's m valid samples (NaN if m < k).
+
+  ``diag`` and ``inv`` are those of :func:`maxk._src.ragged.max_tables` at (n, k),
+  arguments of the caller's kernel (:func:`maxk._src.ragged.max_operands`) like
+  ``k`` (which may be traced), so that another k reuses the compiled program.
+  """
   r_sorted, _, m, inside = ragged.sort_valid(values, valid)
-  weights = ragged.max_weights(n, k, m, values.dtype)
+  weights = ragged.weights_from(diag, inv, m, values.dtype)
   top = inside & (ragged.positions(values.shape) >= k)
   estimate = sorted_kernels.rank_weighted_sum(r_sorted, weights, top, jnp.zeros_like(top))
   return jnp.where(m[..., 0] >= k, estimate, jnp.nan)
 
 
-@functools.partial(jax.jit, static_argnums=2)
-def _max_at_k_ragged(rewards: jax.Array, valid: jax.Array, k: int) -> jax.Array:
-  return ragged_estimate(rewards, valid, k)
+@jax.jit
+def _max_at_k_ragged(
+  rewards: jax.Array, valid: jax.Array, packed: ragged.Packed, k: jax.Array
+) -> jax.Array:
+  tables = ragged.unpack_max(packed)
+  return ragged_estimate(rewards, valid, tables.diag, tables.inv, k)
 
 
-@functools.partial(jax.jit, static_argnums=2)
-def _pass_at_k_ragged(values: jax.Array, valid: jax.Array, k: int) -> jax.Array:
+@jax.jit
+def _pass_at_k_ragged(
+  values: jax.Array, valid: jax.Array, packed: ragged.Packed, k: jax.Array
+) -> jax.Array:
   # Binary rewards: the estimate sums the weights of the c correct samples, the top
   # c valid ranks (= 1 − C(m − c, k)/C(m, k), as a sum of positive terms).
+  t = ragged.unpack_max(packed)
   finite = jnp.all(jnp.isfinite(values) | ~valid, axis=-1)
-  estimate = ragged_estimate(jnp.where(jnp.isfinite(values), values, 0), valid, k)
+  estimate = ragged_estimate(jnp.where(jnp.isfinite(values), values, 0), valid, t.diag, t.inv, k)
   return jnp.where(finite, estimate, jnp.nan)

@@ -139,23 +139,32 @@ def max_at_k_surrogate(
   logp = checks.as_float_array(logp, "logp")
   logp_old = checks.as_float_array(logp_old, "logp_old")
   checks.check_same_shape(logp, "logp", logp_old, "logp_old")
-  rewards, log_ratio, n, k = _validate(rewards, logp - logp_old, k, "logp")
+  logp = logp.astype(jnp.result_type(logp.dtype, logp_old.dtype))
+  rewards, logp, _, k = _validate(rewards, logp, k, "logp")
   valid = ragged.as_valid(where, rewards.shape)
-  if valid is not None:
-    # Masked samples leave the group; their log-ratio enters with gradient 0.
-    bad = jnp.any((jnp.isnan(rewards) | jnp.isnan(log_ratio)) & valid, axis=-1)
-    poison = jnp.where(bad, jnp.nan, 0.0) * jnp.sum(
-      jnp.where(bad[..., None] & valid, log_ratio, 0.0), axis=-1
-    )
-    return _surrogate_ragged(rewards, log_ratio, valid, k) + poison
-  # The value is NaN for a group holding a NaN; the poison term makes its gradient
-  # NaN too (for k = 1, J separates over samples, so the gradient alone would stay
-  # finite for the group's other samples) and is exactly 0, with gradient 0, elsewhere.
-  bad = jnp.any(jnp.isnan(rewards) | jnp.isnan(log_ratio), axis=-1)
+  # One compiled program from the log-probabilities on (no eager operation, each of
+  # which would compile a program of its own on the first call).
+  return _surrogate_objective(rewards, logp, logp_old.astype(logp.dtype), valid, k)
+
+
+@functools.partial(jax.jit, static_argnums=4)
+def _surrogate_objective(
+  rewards: jax.Array, logp: jax.Array, logp_old: jax.Array, valid: jax.Array | None, k: int
+) -> jax.Array:
+  """J plus a term that is NaN (with a NaN gradient for every ``logp`` of the group)
+  for a group holding a NaN, and exactly 0 (with gradient 0) elsewhere: for k = 1,
+  J separates over samples, so the gradient alone would stay finite for the group's
+  other samples.  Masked samples leave the group; their log-ratio enters with
+  gradient 0."""
+  log_ratio = logp - logp_old
+  inside = jnp.ones(rewards.shape, bool) if valid is None else valid
+  bad = jnp.any((jnp.isnan(rewards) | jnp.isnan(log_ratio)) & inside, axis=-1)
   poison = jnp.where(bad, jnp.nan, 0.0) * jnp.sum(
-    jnp.where(bad[..., None], log_ratio, 0.0), axis=-1
+    jnp.where(bad[..., None] & inside, log_ratio, 0.0), axis=-1
   )
-  return _surrogate(rewards, log_ratio, k) + poison
+  if valid is None:
+    return _surrogate(rewards, log_ratio, k) + poison
+  return _surrogate_ragged(rewards, log_ratio, valid, k) + poison
 
 
 @functools.partial(jax.jit, static_argnums=2)

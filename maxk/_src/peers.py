@@ -146,16 +146,16 @@ def max_minus_second_advantages(rewards: ArrayLike, *, where: ArrayLike | None =
   rewards = checks.as_float_array(rewards, "rewards")
   n = rewards.shape[-1]
   checks.check_int(n, "n (rewards.shape[-1])", low=2)
-  valid = ragged.as_valid(where, rewards.shape)
-  if valid is None:
-    valid = jnp.ones(rewards.shape, bool)
-  return _max_minus_second(rewards, valid)
+  return _max_minus_second(rewards, ragged.as_valid(where, rewards.shape))
 
 
 @jax.jit
-def _max_minus_second(rewards: jax.Array, valid: jax.Array) -> jax.Array:
+def _max_minus_second(rewards: jax.Array, valid: jax.Array | None) -> jax.Array:
   # Only the top value, its tie count and the largest value below it are needed:
-  # two reductions instead of a sort.  With a tied top the value is 0.
+  # two reductions instead of a sort.  With a tied top the value is 0.  (The
+  # all-valid mask is made here, not eagerly: an eager op compiles on its own.)
+  if valid is None:
+    valid = jnp.ones(rewards.shape, bool)
   top = jnp.max(jnp.where(valid, rewards, -jnp.inf), axis=-1, keepdims=True)
   is_top = (rewards == top) & valid
   n_top = jnp.sum(is_top, axis=-1, keepdims=True)
@@ -222,7 +222,9 @@ def pass_at_k_training_advantages(
   _check_eps(eps)
   values, n, k, valid = metrics.validate_correct(correct, k, where)
   if valid is not None:
-    return _pass_at_k_training_ragged(values, valid, k, eps)
+    max_tables = ragged.max_operands(n, k, values.dtype)
+    counts = ragged.pass_at_k_operands(n, k, values.dtype)
+    return _pass_at_k_training_ragged(values, valid, max_tables, counts, k, eps)
   tables = _pass_at_k_training_operands(n, k, values.dtype)
   return _pass_at_k_training(values, tables, eps)
 
@@ -325,22 +327,29 @@ def _rloo_ragged(rewards: jax.Array, valid: jax.Array) -> jax.Array:
   return ragged.nan_group(rewards, valid, jnp.where(valid & (m >= 2), out, 0))
 
 
-@functools.partial(jax.jit, static_argnums=2)
+@jax.jit
 def _pass_at_k_training_ragged(
-  values: jax.Array, valid: jax.Array, k: int, eps: float | jax.Array
+  values: jax.Array,
+  valid: jax.Array,
+  max_tables: ragged.Packed,
+  counts: ragged.Packed,
+  k: jax.Array,
+  eps: float | jax.Array,
 ) -> jax.Array:
   # f = C(N_neg, k)/C(m, k) = 1 − R̄ from the ragged tables; R̄ (pass@k) as the sum
   # of its positive terms, so that neither σ = sqrt(f R̄) nor Â_pos = sqrt(f / R̄)
-  # cancels; Â_neg = −(c / N_neg)·Â_pos.
-  n, dtype = values.shape[-1], values.dtype
+  # cancels; Â_neg = −(c / N_neg)·Â_pos.  The tables and k are arguments: another k
+  # reuses the program.
+  dtype = values.dtype
+  tables = ragged.unpack_pass_at_k(counts)
   finite = jnp.isfinite(values)
   v = jnp.where(valid & finite, values, 0)
   m = ragged.count(valid)
   c = jnp.sum(v, axis=-1, keepdims=True)
   n_neg = m - jnp.round(c).astype(jnp.int32)
-  tables = ragged.pass_at_k_tables(n, k)
   f = ragged.gathered_ratio(tables.fail_count, n_neg, tables.inv, m, dtype)
-  success = metrics.ragged_estimate(v, valid, k)[..., None]
+  diag = ragged.unpack_max(max_tables).diag
+  success = metrics.ragged_estimate(v, valid, diag, tables.inv, k)[..., None]
   positive = (f > 0) & (success > 0)
   sigma = jnp.sqrt(jnp.where(positive, f * success, 1))
   pos = jnp.where(positive, jnp.sqrt(jnp.where(positive, f / success, 1)), 0)

@@ -26,12 +26,14 @@ call is a gather and a few elementwise operations per sample.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
+from jax.typing import DTypeLike
 import numpy as np
 
 from maxk._src import combinatorics
@@ -87,8 +89,8 @@ def positions(shape: tuple[int, ...]) -> jax.Array:
 class Pow2(NamedTuple):
   """Values mant · 2^exp, mant in [1, 2) (0 for a zero value), from float64 log2."""
 
-  mant: np.ndarray  # float64
-  exp: np.ndarray  # int32
+  mant: np.ndarray | jax.Array  # float64 on the host
+  exp: np.ndarray | jax.Array  # int32
 
 
 def pow2(log_e: np.ndarray) -> Pow2:
@@ -168,6 +170,54 @@ def max_tables(n: int, k: int) -> MaxTables:
   )
 
 
+class Packed(NamedTuple):
+  """:class:`Pow2` tables as the operands of a compiled kernel: row i holds table i's
+  mantissas (in the rewards' dtype) and exponents, zero-padded to the longest table.
+
+  Host (NumPy) arrays, so that they can be cached across calls (an array made on
+  the device inside a caller's ``jit`` would belong to that trace), and two
+  arguments however many tables (each argument costs the call a transfer).  Passed
+  as arguments rather than built in the trace as constants, with k itself traced,
+  so that another k at the same shape reuses the compiled program.
+  """
+
+  mant: np.ndarray
+  exp: np.ndarray
+
+
+def pack(tables: Sequence[Pow2], dtype: DTypeLike) -> Packed:
+  """``tables`` stacked into one :class:`Packed`."""
+  size = max(t.mant.shape[-1] for t in tables)
+  mant = np.zeros((len(tables), size), np.dtype(dtype))
+  exp = np.zeros((len(tables), size), np.int32)
+  for i, t in enumerate(tables):
+    mant[i, : t.mant.shape[-1]] = t.mant
+    exp[i, : t.exp.shape[-1]] = t.exp
+  return Packed(mant, exp)
+
+
+def unpack(packed: Packed, lengths: Sequence[int]) -> list[Pow2]:
+  """The tables of :func:`pack` (row i, its first ``lengths[i]`` entries), in a kernel."""
+  return [Pow2(packed.mant[i, :size], packed.exp[i, :size]) for i, size in enumerate(lengths)]
+
+
+# The MaxTables over positions t = 1..n; the others are over m = 0..n.
+_POSITION_TABLES = ("diag", "suffix", "minus_one", "pair_suffix")
+
+
+@functools.lru_cache(maxsize=256)
+def max_operands(n: int, k: int, dtype: DTypeLike) -> Packed:
+  """:func:`max_tables` as kernel operands (:class:`Packed`; :func:`unpack_max`)."""
+  return pack(max_tables(n, k), dtype)
+
+
+def unpack_max(packed: Packed) -> MaxTables:
+  """The :class:`MaxTables` of :func:`max_operands`, in a kernel."""
+  size = packed.mant.shape[-1]  # n + 1
+  lengths = [size - 1 if f in _POSITION_TABLES else size for f in MaxTables._fields]
+  return MaxTables(*unpack(packed, lengths))
+
+
 class Coefficients(NamedTuple):
   """Per-sample coefficients ``[..., n]`` of a_(t) = d_t x_(t) + Σ_{s>t} u_s x_(s) −
   Σ_{s<t} p_s x_(s) over sorted positions (0 beyond a group's m valid samples)."""
@@ -180,13 +230,33 @@ class Coefficients(NamedTuple):
 def max_weights(n: int, k: int, m: jax.Array, dtype: jnp.dtype) -> jax.Array:
   """``[..., n]``: w_t = C(t−1, k−1)/C(m, k) for t <= m (the max@k estimate's weights)."""
   tables = max_tables(n, k)
-  inside = positions(m.shape[:-1] + (n,)) <= m
-  return jnp.where(inside, product(tables.diag, tables.inv, m, dtype), 0)
+  return weights_from(tables.diag, tables.inv, m, dtype)
+
+
+def weights_from(diag: Pow2, inv: Pow2, m: jax.Array, dtype: jnp.dtype) -> jax.Array:
+  """:func:`max_weights` from the tables ``diag`` and ``inv`` of :class:`MaxTables`."""
+  inside = positions(m.shape[:-1] + (diag.mant.shape[-1],)) <= m
+  return jnp.where(inside, product(diag, inv, m, dtype), 0)
 
 
 def max_transform(n: int, k: int, kind: str, m: jax.Array, dtype: jnp.dtype) -> Coefficients:
+  """:func:`transform_from` with the tables of (n, k) built in the trace."""
+  return transform_from(max_tables(n, k), k, kind, m, dtype, k_is_one=k == 1)
+
+
+def transform_from(
+  tables: MaxTables,
+  k: int | jax.Array,
+  kind: str,
+  m: jax.Array,
+  dtype: jnp.dtype,
+  *,
+  k_is_one: bool,
+) -> Coefficients:
   """Coefficients of the max@k transform ``kind`` ("none", "loo", "loo_centered" or
-  "loo_minus_one") for groups of m valid samples, ``m`` ``[..., 1]``.
+  "loo_minus_one") for groups of m valid samples, ``m`` ``[..., 1]``, from the
+  tables of (n, k) (:func:`max_tables`, or :func:`max_operands` passed to a
+  kernel); ``k`` may be traced, whether it is 1 is static (``k_is_one``).
 
   As for the dense transform: S(t) has d_t = C(t−1, k−1)/C(m, k) and u_s =
   C(s−2, k−2)/C(m, k); "loo_centered" subtracts (k/m) max@k(r_{−t}), adding
@@ -201,19 +271,18 @@ def max_transform(n: int, k: int, kind: str, m: jax.Array, dtype: jnp.dtype) -> 
   no suffix.  Groups with m == k use "none" (no leave-one-out estimate exists,
   as for the dense call at n == k).
   """
-  tables = max_tables(n, k)
-  t = positions(m.shape[:-1] + (n,))
+  t = positions(m.shape[:-1] + (tables.diag.mant.shape[-1],))
   zero = jnp.zeros(t.shape, dtype)
   diag = product(tables.diag, tables.inv, m, dtype)
-  none_suffix = product(tables.suffix, tables.inv, m, dtype) if k >= 2 else zero
+  none_suffix = zero if k_is_one else product(tables.suffix, tables.inv, m, dtype)
   if kind == "none":
     return _inside(m, t, Coefficients(diag, none_suffix, zero))
   if kind == "loo_minus_one":
-    minus_one = product(tables.minus_one, tables.inv, m, dtype) if k >= 2 else zero
+    minus_one = zero if k_is_one else product(tables.minus_one, tables.inv, m, dtype)
     return _inside(m, t, Coefficients(diag, zero, minus_one))
   if kind == "loo_centered":
     prefix = product(tables.diag, tables.centred_prefix, m, dtype)
-    if k == 1:
+    if k_is_one:
       suffix = jnp.where(t >= 2, -prefix, 0)
     else:
       bracket = ((m - k) * (k - 1) - k * (t - k)).astype(dtype)
@@ -225,7 +294,7 @@ def max_transform(n: int, k: int, kind: str, m: jax.Array, dtype: jnp.dtype) -> 
     # the bracket as m·(A − B) − A with A = (m−k)(k−1), B = k(s−k): integers exact in
     # float32 (m <= 8192), so only m·(A − B) rounds, and only where it is large.
     prefix = product(tables.diag, tables.loo_prefix, m, dtype)
-    if k == 1:
+    if k_is_one:
       suffix = jnp.where(t >= 2, -prefix, 0)
     else:
       a = (m - k) * (k - 1)
@@ -303,6 +372,17 @@ class PassAtKTables(NamedTuple):
 def pass_at_k_tables(n: int, k: int) -> PassAtKTables:
   size = np.arange(n + 1)
   return PassAtKTables(pow2(_log_binom(size, k)), max_tables(n, k).inv)
+
+
+@functools.lru_cache(maxsize=256)
+def pass_at_k_operands(n: int, k: int, dtype: DTypeLike) -> Packed:
+  """:func:`pass_at_k_tables` as kernel operands (:class:`Packed`; :func:`unpack_pass_at_k`)."""
+  return pack(pass_at_k_tables(n, k), dtype)
+
+
+def unpack_pass_at_k(packed: Packed) -> PassAtKTables:
+  """The :class:`PassAtKTables` of :func:`pass_at_k_operands`, in a kernel."""
+  return PassAtKTables(*unpack(packed, [packed.mant.shape[-1]] * 2))
 
 
 def split(values: np.ndarray, dtype: jnp.dtype) -> tuple[jax.Array, jax.Array]:

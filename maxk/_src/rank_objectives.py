@@ -792,18 +792,19 @@ def _order_stat_advantages(rewards: jax.Array, tables: _AdvantageTables, *, mode
   return checks.nan_group(rewards, sorting.unsort_last(a_sorted, order))
 
 
-@functools.partial(jax.jit, static_argnums=3)
+@jax.jit
 def _order_stat_at_k_ragged(
-  rewards: jax.Array, valid: jax.Array, stacked: _EstimateTables, k: int
+  rewards: jax.Array, valid: jax.Array, stacked: _EstimateTables, k: jax.Array
 ) -> jax.Array:
+  # The tables of every size and k are arguments: another k reuses the program.
   r_sorted, _, m, _ = ragged.sort_valid(rewards, valid)
   estimate = _estimate(r_sorted, _per_group(stacked, m[..., 0]))
   return ragged.nan_group(rewards, valid, jnp.where(m[..., 0] >= k, estimate, jnp.nan))
 
 
-@functools.partial(jax.jit, static_argnums=3)
+@jax.jit
 def _order_stat_advantages_ragged(
-  rewards: jax.Array, valid: jax.Array, stacked: _AdvantageTables, k: int
+  rewards: jax.Array, valid: jax.Array, stacked: _AdvantageTables, k: jax.Array
 ) -> jax.Array:
   # The dense kernels with each group's tables of its size m (valid samples first,
   # in ranks 1..m; the others hold 0 and get 0).  "mixed" covers every size:

@@ -18,7 +18,6 @@ import numpy as np
 import optax
 import pytest
 
-from experiments import config_checks
 from experiments import estimators as estimators_lib
 from experiments import schedules
 from experiments.bandit_training import study as training_study
@@ -31,7 +30,7 @@ from experiments.lm import model as model_lib
 from experiments.lm import policy as policy_lib
 from experiments.lm import rl
 from experiments.lm import rollouts
-from experiments.lm import runs as runs_lib
+from experiments.lm import run_specs
 from experiments.lm import tasks
 from experiments.lm import train
 import maxk
@@ -75,8 +74,8 @@ def test_a_registered_estimator_runs_in_the_bandit_variance_study(tmp_path):
   config = variance_configs.get_config("smoke")
   # The smoke config cut to one cell of max@k (the toy's objective): the study is
   # compiled per cell, and n < 2k skips the variance check.
-  config.policies, config.objectives, config.ns, config.ks = "gaussian", "max", "4", "3"
-  config.estimators = "loo_minus_one,toy_double"
+  config.policies, config.objectives, config.ns, config.ks = ("gaussian",), ("max",), (4,), (3,)
+  config.estimators = ("loo_minus_one", "toy_double")
   with estimators_lib.registered(TOY):
     # "all" (the full config's choice) includes it, after the built-ins.
     assert estimators_lib.parse_names(["all"]) == (*estimators_lib.ESTIMATOR_NAMES, "toy_double")
@@ -100,14 +99,14 @@ def test_a_registered_estimator_runs_in_bandit_training():
   # config is validated and expanded into runs, and its training function run on
   # the Gaussian toy (the cheapest bandit to compile).
   config = training_configs.get_config("smoke")
-  config.estimators = "toy_double,grpo"
+  config.estimators = ("toy_double", "grpo")
   with estimators_lib.registered(TOY):
-    training_validation.validate(config)
+    valid = training_validation.validate(config)
     runs = training_study.make_runs(
-      config_checks.split(config.estimators),
-      config_checks.split(config.k_schedules),
-      num_steps=config.num_steps,
-      n=config.n,
+      valid.estimators,
+      valid.k_schedules,
+      num_steps=valid.num_steps,
+      n=valid.n,
     )
     assert [(e, s.spec) for e, s in runs] == [
       ("toy_double", "1"),
@@ -172,8 +171,8 @@ def test_a_registered_peer_runs_in_the_lm_update():
     return jax.tree.map(lambda a, b: a - b, new, params)
 
   with estimators_lib.registered(TOY):
-    assert "toy_double" in runs_lib.estimator_choices()
-    (run,) = runs_lib.parse_runs("toy_double@2:1:1", n=4, num_steps=2)
+    assert "toy_double" in run_specs.estimator_choices()
+    (run,) = run_specs.parse_runs("toy_double@2:1:1", n=4, num_steps=2)
     labels = run.labels("loo", inner_epochs=2)
     assert (labels.name, labels.k_opt, labels.method) == (
       "toy_double_k2-1-1",
@@ -188,11 +187,11 @@ def test_a_registered_peer_runs_in_the_lm_update():
   )
   assert np.linalg.norm(loo_vec) > 0
   assert np.linalg.norm(toy_vec - 2 * loo_vec) < 1e-5 * np.linalg.norm(2 * loo_vec)
-  assert "toy_double" not in runs_lib.estimator_choices()
+  assert "toy_double" not in run_specs.estimator_choices()
 
 
 def test_a_registered_estimator_and_task_run_the_lm_micro_config(tmp_path):
-  config = toy_task.micro_config(runs="toy_double@2")
+  config = toy_task.micro_config(runs=("toy_double@2",))
   CALLS.clear()
   with toy_task.registered(), estimators_lib.registered(TOY):
     rows = train.run(config, str(tmp_path))

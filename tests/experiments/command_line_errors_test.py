@@ -30,13 +30,33 @@ _BAD_VALUES = {
   "experiments.reproduce": "--seed=abc",
   "experiments.demo": "--k=abc",
   "notebooks": "--notebooks=no_such_notebook",
-  "experiments.lm.study_summary": "--allow_incomplete=maybe",
-  "experiments.lm.study_readme": "--check=maybe",
-  "experiments.lm.study_design": "--draws=abc",
-  "experiments.lm.archive_runs": "--overwrite=maybe",
+  "experiments.lm_study.summary": "--allow_incomplete=maybe",
+  "experiments.lm_study.readme": "--check=maybe",
+  "experiments.lm_study.design": "--draws=abc",
+  "experiments.lm_study.archive_runs": "--overwrite=maybe",
 }
 # Binaries without --workdir.
-_NO_WORKDIR = ("experiments.demo", "experiments.lm.study_readme", "experiments.lm.archive_runs")
+_NO_WORKDIR = (
+  "experiments.demo",
+  "experiments.lm_study.readme",
+  "experiments.lm_study.archive_runs",
+)
+# A list field's value that parses (comma-separated) but that the run's validation
+# refuses, or that does not parse: the texts the line holds.
+_BAD_LISTS = {
+  "experiments.bandit_variance": ("--config.ns=4,x", ["config.ns=(4, 'x')", "integers >= 2"]),
+  "experiments.bandit_training": ("--config.k_schedules=1,8:0:1", ["config.k_schedules="]),
+  "experiments.best_of_n": ("--config.uniform_sizes=10,x", ["config.uniform_sizes=", "'x'"]),
+  "experiments.lm": ("--config.rl.runs=grpo[lr=1", ["--config.rl.runs=grpo[lr=1", "brackets"]),
+}
+# Binaries whose main takes no positional argument, started with one (the others
+# stop at their flags' validators first).
+_STRAY = (
+  "experiments.demo",
+  "experiments.lm_study.readme",
+  "experiments.lm_study.design",
+  "experiments.lm_study.archive_runs",
+)
 # The benchmarks (no --config, no --workdir): they start through experiments.command_line too.
 _BENCHMARKS = (
   "benchmarks.compile_time",
@@ -70,9 +90,14 @@ def _cases(workdir: str) -> dict[tuple[str, str], tuple[list[str], list[str]]]:
       ["smok", "valid"],
     )
     cases[module, "bad value"] = ([*base, "--config.seed=abc"], ["--config.seed=abc"])
+    bad_list, texts = _BAD_LISTS[module]
+    cases[module, "bad list"] = ([*base, bad_list], texts)
   for module, bad_value in _BAD_VALUES.items():
     base = [] if module in _NO_WORKDIR else [f"--workdir={workdir}"]
     cases[module, "bad value"] = ([*base, bad_value], [bad_value.split("=")[0]])
+  for module in _STRAY:
+    base = [] if module in _NO_WORKDIR else [f"--workdir={workdir}"]
+    cases[module, "stray argument"] = ([*base, "extra"], ["unexpected arguments ['extra']"])
   # Without --config, --config.FIELD is an unknown flag.
   cases["experiments.reproduce", "unknown flag"] = (
     [f"--workdir={workdir}", "--config.seed=1"],
@@ -156,7 +181,7 @@ def _ctrl_c_args(module: str, workdir: str) -> list[str]:
   args = [] if module in (*_NO_WORKDIR, *_BENCHMARKS) else [f"--workdir={workdir}"]
   if module == "experiments.lm":
     args.append(f"--config={_CONFIGS[module]}")
-  if module == "experiments.lm.study_summary":  # An existing folder (its validator checks).
+  if module == "experiments.lm_study.summary":  # An existing folder (its validator checks).
     args.append(f"--study_dir={os.path.dirname(workdir)}")
   return args
 

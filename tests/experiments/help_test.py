@@ -21,11 +21,12 @@ _BINARIES = {
   "experiments.bandit_training": "--workdir",
   "experiments.best_of_n": "--workdir",
   "experiments.reproduce": "--workdir",
-  "experiments.lm.study_summary": "--workdir",
-  "experiments.lm.study_readme": None,
-  "experiments.lm.study_design": "--workdir",
+  "experiments.lm_study.summary": "--workdir",
+  "experiments.lm_study.readme": None,
+  "experiments.lm_study.design": "--workdir",
   "experiments.demo": None,
   "notebooks": "--workdir",
+  "maxk.evaluate": "--csv",  # the library's command (argparse)
 }
 _MARKUP = ("``", ":mod:", ":func:", ":class:", ":data:", ":meth:")
 

@@ -298,6 +298,40 @@ def test_jit_and_vmap():
       np.testing.assert_allclose(jax.vmap(f)(x), eager, rtol=1e-6, atol=1e-7)
 
 
+def _stirling2(k: int, j: int) -> int:
+  """Stirling number of the second kind, by its explicit sum."""
+  return sum((-1) ** i * math.comb(j, i) * (j - i) ** k for i in range(j + 1)) // math.factorial(j)
+
+
+@pytest.mark.parametrize("n", [3, 8])
+def test_pass_hat_plug_in_is_the_power_of_the_rate_with_its_documented_bias(n):
+  rng = np.random.default_rng(n)
+  correct = rng.random((5, n)) < 0.6
+  for k in range(1, n + 1):
+    got = maxk.pass_hat_k(correct, k, estimator="plug_in")
+    np.testing.assert_allclose(got, correct.mean(-1) ** k, rtol=1e-6, atol=1e-7)
+  assert np.array_equal(
+    maxk.pass_hat_k(correct, 2), maxk.pass_hat_k(correct, 2, estimator="unbiased")
+  )
+  # E[(c/n)^k] over c ~ Binomial(n, p), exactly in rationals, against the docstring's
+  # Stirling-number sum, its k = 2 case p^2 + p(1 - p)/n, and the unbiased p^k.
+  p = Fraction(3, 10)
+  for k in range(1, n + 1):
+    pmf = [math.comb(n, c) * p**c * (1 - p) ** (n - c) for c in range(n + 1)]
+    plug_in = sum(w * Fraction(c, n) ** k for c, w in enumerate(pmf))
+    unbiased = sum(w * Fraction(math.comb(c, k), math.comb(n, k)) for c, w in enumerate(pmf))
+    falling = lambda j: math.perm(n, j)
+    stirling = sum(_stirling2(k, j) * Fraction(falling(j), n**k) * p**j for j in range(1, k + 1))
+    assert plug_in == stirling and unbiased == p**k
+    assert (plug_in > p**k) == (k >= 2)
+    if k == 2:
+      assert plug_in == p**2 + p * (1 - p) / n
+    # The estimators' means over all outcome tuples, as computed.
+    tuples, weights = _bernoulli_tuples(n, float(p))
+    mean_plug_in = weights @ np.asarray(maxk.pass_hat_k(tuples, k, estimator="plug_in"), np.float64)
+    np.testing.assert_allclose(mean_plug_in, float(plug_in), atol=1e-6)
+
+
 def test_grad_of_max_at_k_curve_is_the_subset_maximum_frequency():
   r = np.array([0.3, -1.2, 2.5, 0.9, 1.7, -0.4], np.float32)
   n = len(r)
@@ -318,6 +352,8 @@ def test_grad_of_max_at_k_curve_is_the_subset_maximum_frequency():
   [
     (lambda: maxk.pass_hat_k([1, 0, 1], 0), "k=0"),
     (lambda: maxk.pass_hat_k([1, 0, 1], 4), "k=4"),
+    (lambda: maxk.pass_hat_k([1, 0, 1], 2, estimator="plugin"), "estimator"),
+    (lambda: maxk.pass_hat_k([1, 0, 1], 4, estimator="plug_in"), "k=4"),
     (lambda: maxk.mg_pass_at_k([1, 0, 1], 2.0), "k=2.0"),
     (lambda: maxk.g_pass_at_k([1, 0, 1], 4, tau=0.5), "k=4"),
     (lambda: maxk.g_pass_at_k([1, 0, 1], 2, tau=-0.1), "tau"),
@@ -352,6 +388,7 @@ def test_ragged_groups_equal_the_dense_call_on_their_valid_samples(k):
   bad = np.where(valid, correct, np.nan)  # masked samples may hold anything
   calls = {
     "pass_hat_k": lambda c, kk, **w: maxk.pass_hat_k(c, kk, **w),
+    "pass_hat_k_plug_in": lambda c, kk, **w: maxk.pass_hat_k(c, kk, estimator="plug_in", **w),
     "g_pass_at_k": lambda c, kk, **w: maxk.g_pass_at_k(c, kk, 0.6, **w),
     "mg_pass_at_k": lambda c, kk, **w: maxk.mg_pass_at_k(c, kk, **w),
   }

@@ -44,6 +44,13 @@ NOT_GROUP_WISE = {
   "jspo_max_at_k_advantages": "cross-prompt: a NaN makes its [P, n] slice NaN (jspo_test.py)",
   "Interval": "a result type",
   "VarianceSplit": "a result type",
+  "Evaluation": "a result type",
+  "MetricRow": "a result type",
+  "evaluate_records": "reads per-sample records, which must be finite (evaluate_test.py)",
+  "fit_beta_binomial": "host-side fit across problems: a NaN makes its [P, n] slice NaN"
+  " (beta_binomial_test.py)",
+  "pass_at_k_beta_binomial": "host-side fit across problems: a NaN makes its [P, n] slice NaN"
+  " (beta_binomial_test.py)",
   "rank_weights": "builds a static weight vector; no data",
   "lift_rank_weights": "maps a static weight vector to a larger size; no data",
   "bon_kl": "exact function of a categorical distribution (probs, rewards), not of samples",
@@ -56,6 +63,16 @@ NOT_GROUP_WISE = {
   "max_at_k_exact": "exact function of a categorical distribution, not of samples",
   "order_stat_exact": "exact function of a categorical distribution, not of samples",
   "rewind_repeat_pmf": "exact function of a categorical distribution and thresholds",
+  "bop_kl": "exact function of a categorical distribution and a scalar parameter",
+  "bop_pmf": "exact function of a categorical distribution and a scalar parameter",
+  "bop_win_rate": "exact function of a categorical distribution and a scalar parameter",
+  "soft_bon_kl": "exact function of a categorical distribution and a scalar parameter",
+  "soft_bon_pmf": "exact function of a categorical distribution and a scalar parameter",
+  "soft_bon_win_rate": "exact function of a categorical distribution and a scalar parameter",
+  "tilt_kl": "exact function of a categorical distribution and a scalar parameter",
+  "tilt_log_partition": "exact function of a categorical distribution and a scalar parameter",
+  "tilt_pmf": "exact function of a categorical distribution and a scalar parameter",
+  "tilt_win_rate": "exact function of a categorical distribution and a scalar parameter",
   "reward_collision_probability": "exact function of a categorical distribution",
   "kl_divergence": "exact function of two categorical distributions",
   "win_rate": "exact function of two categorical distributions and rewards",
@@ -68,6 +85,23 @@ NOT_GROUP_WISE = {
   "bon_kl_estimate": "elementwise in eps (no group axis)",
   "bon_kl_gap_bound_delta": "elementwise in delta (no group axis)",
   "bon_win_rate_gap_bound_delta": "elementwise in delta (no group axis)",
+  "chi2_kl": "exact function of a categorical distribution and a scalar parameter",
+  "chi2_pmf": "exact function of a categorical distribution and a scalar parameter",
+  "chi2_win_rate": "exact function of a categorical distribution and a scalar parameter",
+  "bon_distillation_loss": "exact function of logits and a categorical distribution",
+  "bon_distillation_grad": "exact function of logits and a categorical distribution",
+  "proxy_bon_reward": "exact function of a categorical distribution with two rewards",
+  "proxy_soft_bon_reward": "exact function of a categorical distribution with two rewards",
+  "proxy_bop_reward": "exact function of a categorical distribution with two rewards",
+  "proxy_tilt_reward": "exact function of a categorical distribution with two rewards",
+  "proxy_chi2_reward": "exact function of a categorical distribution with two rewards",
+  "proxy_bon_best_n": "exact function of a categorical distribution with two rewards",
+  "calibrated_rewards": "two groups per prompt (n policy, m reference samples); NaN groups"
+  " tested in distillation_test.py",
+  "log_calibrated_rewards": "two groups per prompt (n policy, m reference samples); NaN groups"
+  " tested in distillation_test.py",
+  "exp_calibrated_rewards": "two groups per prompt (n policy, m reference samples); NaN groups"
+  " tested in distillation_test.py",
 }
 
 
@@ -202,6 +236,7 @@ def _binary_curves(n: int) -> Callable[..., dict[str, object]]:
       out["pass_at_k_curve_variance"] = maxk.pass_at_k_curve_variance(c)
     for k in _ks(n):
       out[f"pass_hat_k,k={k}"] = maxk.pass_hat_k(c, k)
+      out[f"pass_hat_k,k={k},plug_in"] = maxk.pass_hat_k(c, k, estimator="plug_in")
       out[f"mg_pass_at_k,k={k}"] = maxk.mg_pass_at_k(c, k)
       for tau in (0.0, 0.5, 1.0):
         out[f"g_pass_at_k,k={k},tau={tau}"] = maxk.g_pass_at_k(c, k, tau=tau)

@@ -18,7 +18,7 @@ from notebooks import make_notebooks
 from tests import REPO_ROOT
 from tests import WAIT_S
 
-_EXPECTED = ["best_of_n", "lm", "max_at_k", "pkpo", "prompt_weights"]
+_EXPECTED = ["best_of_n", "evaluate", "lm", "max_at_k", "pkpo", "prompt_weights"]
 
 
 def _cells(nb):

@@ -22,7 +22,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.sft.steps = 300
   c.sft.batch_size = 64
 
-  c.rl.runs = "grpo,max_at_k@1,max_at_k@8,max_at_k@8:40:1"
+  c.rl.runs = ("grpo", "max_at_k@1", "max_at_k@8", "max_at_k@8:40:1")
   c.rl.reward = "binary"
   c.rl.steps = 80
   c.rl.prompts_per_step = 16

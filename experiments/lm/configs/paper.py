@@ -46,7 +46,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.sft.learning_rate = 1e-3
   c.sft.warmup_steps = 200
 
-  c.rl.runs = "max_at_k@1,max_at_k@4,max_at_k@16,max_at_k@16:300:1,grpo"
+  c.rl.runs = ("max_at_k@1", "max_at_k@4", "max_at_k@16", "max_at_k@16:300:1", "grpo")
   c.rl.reward = "binary"
   c.rl.steps = 500
   c.rl.prompts_per_step = 64

@@ -11,7 +11,7 @@ arms of RL_STEPS steps from it, on the same prompts and sampling keys:
 * ``max_at_k_k8``: max@k at k_opt = 8 (``loo_minus_one`` baseline, exact off-policy
   weights), 1e-4;
 * the KL-matched GRPO arm: GRPO at MATCHED_LEARNING_RATE, the rate at which the
-  pilot's GRPO ends where its max@k ends (``experiments.lm.study.design``'s rule).
+  pilot's GRPO ends where its max@k ends (``experiments.lm_study.design_rules``'s rule).
 
 Every arm is evaluated on NUM_PROBLEMS held-out problems, 128 samples each, at step 0
 (the warm start, shared) and every EVAL_EVERY steps, every evaluation with the same
@@ -19,7 +19,7 @@ sampling keys (``eval.common_keys``) and the held-out KL to the warm start
 (``eval.kl``); ``checkpoints.csv`` holds the frontier. The design note and its numbers
 (``docs/lm_study/power.csv``, ``pilot.csv``, ``design.json``) come from
 
-  python -m experiments.lm.study_design --workdir=docs/lm_study
+  python -m experiments.lm_study.design --workdir=docs/lm_study
 
 which refuses to write unless MATCHED_LEARNING_RATE, KL_LEVEL, NUM_SEEDS and
 NUM_PROBLEMS below equal what its rules compute from the pilot
@@ -28,8 +28,8 @@ runs, two at a time on 2 cores, in parts (finished runs are skipped)::
 
   python -m launch.local --sweep=launch/sweeps/lm_study.json --out_root=out/lm_study \\
     --parallel=2 --threads_per_run=1
-  python -m experiments.lm.archive_runs --study_dir=out/lm_study --dest=docs/lm_study/runs
-  python -m experiments.lm.study_summary --study_config=experiments.lm.configs.study \\
+  python -m experiments.lm_study.archive_runs --study_dir=out/lm_study --dest=docs/lm_study/runs
+  python -m experiments.lm_study.summary --study_config=experiments.lm.configs.study \\
     --study_dir=docs/lm_study/runs --workdir=docs/lm_study
 """
 
@@ -82,7 +82,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.task.novel_answers = True
   c.study_design = "docs/lm_study/DESIGN.md"
 
-  c.rl.runs = ",".join(RUNS)
+  c.rl.runs = RUNS
   c.rl.steps = RL_STEPS
 
   c.eval.num_prompts = NUM_PROBLEMS

@@ -51,14 +51,14 @@ about 50 minutes per run::
 or one seed of both tasks at a time (README's LM section has the command; the
 same run names and folders), then keep each finished run's small files in the repository::
 
-  python -m experiments.lm.archive_runs --study_dir=out/lm_study_8seed \
+  python -m experiments.lm_study.archive_runs --study_dir=out/lm_study_8seed \
     --dest=docs/lm_study_8seed/runs
 
 and its summary across seeds, recomputed from each run's per-problem file (it
 refuses an incomplete study unless ``--allow_incomplete``; see
-experiments/lm/study_summary.py)::
+experiments/lm_study/summary.py)::
 
-  python -m experiments.lm.study_summary --study_config=experiments.lm.configs.study_8seed \
+  python -m experiments.lm_study.summary --study_config=experiments.lm.configs.study_8seed \
     --study_dir=docs/lm_study_8seed/runs --workdir=docs/lm_study_8seed
 
 The archived run folders keep the names the sweep gave them when this module was
@@ -68,7 +68,7 @@ the summary reads each run's task and seed from its ``config.json``, not its nam
 **Provenance.** Each run records the commit it ran in ``run.json``
 (experiments/lm/provenance.py), and the summary refuses a study whose runs used more
 than one commit or a checkout with uncommitted changes
-(experiments/lm/study/commits.py). Commits may be declared value-equivalent in
+(experiments/lm_study/commits.py). Commits may be declared value-equivalent in
 ``EQUIVALENT_COMMITS`` only with the test that shows it passing: for the first
 commit of each group and each other one, the code of both (their tracked files,
 ``git archive``) runs ``python -m experiments.lm
@@ -118,7 +118,7 @@ def get_config(task: str = "countdown") -> ml_collections.ConfigDict:
   c.sft.eval_every = 500
   c.sft.eval_n = 16
 
-  c.rl.runs = ",".join(RUNS)
+  c.rl.runs = RUNS
   c.rl.reward = reward
   c.rl.steps = 120
   c.rl.learning_rate = 1e-4
@@ -137,8 +137,9 @@ def get_config(task: str = "countdown") -> ml_collections.ConfigDict:
 
 # ------------------------------------------------------------ declared contrasts
 # The comparisons the study tests, declared before its runs and applied to every
-# task (experiments/lm/contrasts.py). Their Holm family is all of them over all
-# tasks (2 tasks x 8 = 16): the conservative choice, and what a reviewer counts.
+# task (experiments/lm/contrasts.py; tested by experiments/lm_study/significance.py).
+# Their Holm family is all of them over all tasks (2 tasks x 8 = 16): the
+# conservative choice, and what a reviewer counts.
 # Every other comparison the summary reports is exploratory. k="n" is the
 # evaluation's n (eval.n, 128 here).
 # The effect at which contrasts.csv reports each declared test's power. The study
@@ -161,7 +162,7 @@ CONTRASTS = (
 
 
 # ------------------------------------------------------------------ provenance
-# experiments/lm/study/commits.py: these runs predate run.json (False lets the summary
+# experiments/lm_study/commits.py: these runs predate run.json (False lets the summary
 # read them); a new study keeps the default, True.
 REQUIRE_PROVENANCE = False
 # Groups of commits (hashes or >= 7-digit prefixes) declared value-equivalent, each pair
@@ -170,7 +171,7 @@ EQUIVALENT_COMMITS: tuple[tuple[str, ...], ...] = ()
 
 # --------------------------------------------------------------------- the audit
 # The study is archived (docs/lm_study_8seed): its summary's README opens with an
-# audit of what its files show does not hold (experiments/lm/study/audit.py), power
+# audit of what its files show does not hold (experiments/lm_study/audit.py), power
 # reported at an effect of AUDIT_MARGIN where contrasts.csv declares no margin.
 AUDIT = True
 AUDIT_MARGIN = 0.02

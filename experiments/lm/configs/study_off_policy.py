@@ -29,9 +29,7 @@ K_OPT = 4
 
 def get_config() -> ml_collections.ConfigDict:
   c = study.get_config("countdown")
-  c.rl.runs = ",".join(
-    [f"max_at_k@{K_OPT}", f"max_at_k@{K_OPT}/first_order", f"max_at_k@{K_OPT}/ppo_clip"]
-  )
+  c.rl.runs = (f"max_at_k@{K_OPT}", f"max_at_k@{K_OPT}/first_order", f"max_at_k@{K_OPT}/ppo_clip")
   c.rl.inner_epochs = 4
   c.eval.n = 32
   c.eval.bin_n = 0  # No difficulty bins needed here: the binning draws eval.n samples.

@@ -31,10 +31,10 @@ import ml_collections
 from experiments.lm.configs import study_8seed as study
 
 VARIANTS = {
-  "reference": ("grpo,max_at_k@8", 1e-4),
-  "lr7e-5": ("grpo", 7e-5),
-  "lr5e-5": ("grpo", 5e-5),
-  "lr2.2e-5": ("grpo", 2.2e-5),
+  "reference": (("grpo", "max_at_k@8"), 1e-4),
+  "lr7e-5": (("grpo",), 7e-5),
+  "lr5e-5": (("grpo",), 5e-5),
+  "lr2.2e-5": (("grpo",), 2.2e-5),
 }
 SEED = 1000
 

@@ -54,10 +54,11 @@ def _sft() -> ml_collections.ConfigDict:
 def _rl() -> ml_collections.ConfigDict:
   """The RL runs and their shared settings."""
   r = ml_collections.ConfigDict()
-  # Comma-separated runs, each "estimator[@k_schedule][/off_policy][[lr=X,kl=Y]]"
-  # (schedule "k" or "k0:t1:k1..."; the options set the run's own learning rate and KL
-  # coefficient); estimators: max_at_k, grpo, rloo, max_minus_second.
-  r.runs = "max_at_k@1,max_at_k@4"
+  # The runs, each "estimator[@k_schedule][/off_policy][[lr=X,kl=Y]]" (schedule "k" or
+  # "k0:t1:k1..."; the options set the run's own learning rate and KL coefficient);
+  # estimators: max_at_k, grpo, rloo, max_minus_second. Command line: comma-separated,
+  # --config.rl.runs=max_at_k@1,grpo[lr=3e-5,kl=0.01] (commas inside [...] do not split).
+  r.runs = ("max_at_k@1", "max_at_k@4")
   r.baseline = "loo_minus_one"  # max@k baseline (maxk.max_at_k_advantages).
   r.reward = "binary"  # "binary" or "continuous".
   r.steps = 10
@@ -112,7 +113,7 @@ def _micro(c: ml_collections.ConfigDict) -> None:
   c.model.d_ff = 64
   c.sft.steps = 6
   c.sft.batch_size = 16
-  c.rl.runs = "max_at_k@2:3:1,grpo"
+  c.rl.runs = ("max_at_k@2:3:1", "grpo")
   c.rl.steps = 4
   c.rl.prompts_per_step = 8  # 4 drew only zero rewards: no gradient to test.
   c.rl.n = 4

@@ -39,7 +39,8 @@ def test_binary_end_to_end(tmp_path):
     assert 0.0 <= float(r["final_max_at_k_mean"]) <= 1.0
     assert r["num_steps"] == "5" and r["num_seeds"] == "2"
   config = json.loads((tmp_path / "config.json").read_text())
-  assert config["k_schedules"] == "1,2:3:1" and config["seed"] == 0
+  # --config.k_schedules=1,2:3:1: the integer 1 (fixed k) and the schedule's text.
+  assert config["k_schedules"] == [1, "2:3:1"] and config["seed"] == 0
   assert config["workdir"] == str(tmp_path)
   curves = np.load(tmp_path / "curves.npz")
   assert curves["hard/loo_minus_one/2:3:1/pass_at_k"].shape == (2, 6, 2)

@@ -43,13 +43,13 @@ def test_make_runs():
 def test_run_writes_results_curves_and_figures(tmp_path):
   config = default.get_config()
   config.update(
-    bandits="easy",
-    estimators="loo_minus_one,grpo",
-    k_schedules="2:2:1",
+    bandits=("easy",),
+    estimators=("loo_minus_one", "grpo"),
+    k_schedules=("2:2:1",),
     n=3,
     num_steps=3,
     num_seeds=2,
-    k_evals="1,3",
+    k_evals=(1, 3),
     optimizer="sgd",
     learning_rate=0.1,
     **BANDIT_KWARGS,
@@ -64,7 +64,7 @@ def test_run_writes_results_curves_and_figures(tmp_path):
   assert all(r["num_steps"] == 3 and r["optimizer"] == "sgd" for r in rows)
   assert (tmp_path / "results.csv").exists() and (tmp_path / "curves.npz").exists()
   assert (tmp_path / "curves_easy.png").stat().st_size > 0
-  assert json.loads((tmp_path / "config.json").read_text())["k_evals"] == "1,3"
+  assert json.loads((tmp_path / "config.json").read_text())["k_evals"] == [1, 3]
 
 
 def test_run_checks_the_config_before_writing_anything(tmp_path):

@@ -3,13 +3,19 @@
 import pytest
 
 from experiments import config_checks
+from experiments import estimators as estimators_lib
 from experiments.bandit_training import validation
 from experiments.bandit_training.configs import default
 
 
 def _config(**fields):
+  """The default config with ``fields``; a list field's value may be its command-line
+  text, parsed as ``--config.FIELD=TEXT`` parses it."""
   config = default.get_config()
-  config.update(fields)
+  for name, value in fields.items():
+    if isinstance(config[name], tuple) and isinstance(value, str):
+      value = config_checks.parse_list(value)
+    config[name] = value
   return config
 
 
@@ -19,13 +25,20 @@ def test_validate_returns_the_parsed_lists():
   )
   assert lists.bandits == ("hard", "easy") and lists.estimators == ("grpo", "loo")
   assert lists.k_schedules == ("1", "4") and lists.k_evals == (1, 8)
+  mixed = validation.validate(_config(k_schedules="1,8:200:1", n=8))  # (1, "8:200:1")
+  assert mixed.k_schedules == ("1", "8:200:1")
+  assert validation.validate(_config(estimators="all")).estimators == estimators_lib.names()
+  # The validated config holds every field; the config itself is left as it was.
+  config = _config(k_schedules="1, 4")
+  valid = validation.validate(config)
+  assert valid.num_steps == config.num_steps and config.k_schedules == (1, 4)
 
 
 def test_default_and_smoke_configs_are_valid():
   validation.validate(default.get_config())
   smoke = default.get_config("smoke")
   validation.validate(smoke)
-  assert (smoke.num_steps, smoke.num_seeds, smoke.k_schedules) == (20, 2, "1,4")
+  assert (smoke.num_steps, smoke.num_seeds, smoke.k_schedules) == (20, 2, ("1", "4"))
 
 
 @pytest.mark.parametrize(
@@ -58,6 +71,8 @@ def test_default_and_smoke_configs_are_valid():
     (dict(seed=-1), "seed"),
     (dict(bandits="easy,medium"), "bandits"),
     (dict(estimators="magic"), "magic"),
+    (dict(k_schedules=(1.5,)), "k_schedules"),
+    (dict(k_schedules=(True,)), "k_schedules"),
     (dict(optimizer="rmsprop"), "optimizer"),
   ],
 )

@@ -68,7 +68,7 @@ def test_binary_end_to_end(tmp_path):
       )
   config = json.loads((out / "config.json").read_text())
   assert config["num_replicates"] == 256 and config["theta"] == 1.0
-  assert config["workdir"] == str(out) and config["ns"] == "2,4"
+  assert config["workdir"] == str(out) and config["ns"] == [2, 4]
   for policy in ("gaussian", "categorical"):
     assert (out / f"variance_{policy}.png").stat().st_size > 0
     assert (out / f"bias_{policy}.png").stat().st_size > 0

@@ -12,7 +12,7 @@ from experiments.bandit_variance.configs import default
 
 def _config(**fields):
   config = default.get_config()
-  config.update(num_arms=3, atlas_bandits="")  # The atlas: atlas_test.py and the smoke run.
+  config.update(num_arms=3, atlas_bandits=())  # The atlas: atlas_test.py and the smoke run.
   config.update(fields)
   return config
 
@@ -30,9 +30,13 @@ def test_make_settings():
 
 def test_run_writes_results_and_figures(tmp_path):
   config = _config(
-    policies="gaussian", estimators="loo_minus_one,grpo", ns="2,3", ks="2", num_replicates=32
+    policies=("gaussian",),
+    estimators=("loo_minus_one", "grpo"),
+    ns=(2, 3),
+    ks=(2,),
+    num_replicates=32,
   )
-  config.objectives = "max"
+  config.objectives = ("max",)
   rows = study.run(config, str(tmp_path), show_progress=False)
   assert [(r["n"], r["estimator"]) for r in rows] == [
     (2, "loo_minus_one"),
@@ -46,15 +50,15 @@ def test_run_writes_results_and_figures(tmp_path):
   assert not (tmp_path / "variance_check.csv").exists()  # No cell with n >= 2k.
   assert (tmp_path / "variance_gaussian.png").stat().st_size > 0
   assert (tmp_path / "bias_gaussian.png").stat().st_size > 0
-  assert json.loads((tmp_path / "config.json").read_text()) == {
-    **config.to_dict(),
-    "workdir": str(tmp_path),
-  }
+  written = {**config.to_dict(), "workdir": str(tmp_path)}
+  # The config as JSON holds it: its tuples are lists.
+  assert json.loads((tmp_path / "config.json").read_text()) == json.loads(json.dumps(written))
+  assert json.loads((tmp_path / "config.json").read_text())["ns"] == [2, 3]
 
 
 def test_run_checks_the_config_before_writing_anything(tmp_path):
   # Unknown objectives, and rank objectives without the categorical bandit (no row).
-  for fields in dict(objectives="median"), dict(objectives="min", policies="gaussian"):
+  for fields in dict(objectives=("median",)), dict(objectives=("min",), policies=("gaussian",)):
     with pytest.raises(config_checks.ConfigError, match="config.objectives="):
       study.run(_config(**fields), str(tmp_path / "out"), show_progress=False)
   assert not (tmp_path / "out").exists()

@@ -8,8 +8,13 @@ from experiments.bandit_variance.configs import default
 
 
 def _config(**fields):
+  """The default config with ``fields``; a list field's value may be its command-line
+  text, parsed as ``--config.FIELD=TEXT`` parses it."""
   config = default.get_config()
-  config.update(fields)
+  for name, value in fields.items():
+    if isinstance(config[name], tuple) and isinstance(value, str):
+      value = config_checks.parse_list(value)
+    config[name] = value
   return config
 
 
@@ -27,7 +32,7 @@ def test_default_and_smoke_configs_are_valid():
   validation.validate(default.get_config())
   smoke = default.get_config("smoke")
   validation.validate(smoke)
-  assert (smoke.ns, smoke.ks, smoke.num_replicates) == ("4,8", "1,4", 256)
+  assert (smoke.ns, smoke.ks, smoke.num_replicates) == ((4, 8), (1, 4), 256)
   # No atlas: its other fields are not read.
   lists = validation.validate(_config(atlas_bandits="", atlas_ns="0", atlas_num_samples=0))
   assert (lists.atlas_bandits, lists.atlas_ns, lists.atlas_ks) == ((), (), ())

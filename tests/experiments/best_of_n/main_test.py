@@ -29,6 +29,9 @@ _TINY = [
   "--config.proxy_n_max=8",
   "--config.proxy_num_n=3",
   "--config.proxy_mc_draws=5",
+  "--config.frontier_n_max=6",
+  "--config.frontier_num_points=3",
+  "--config.frontier_lams=1",
 ]
 
 
@@ -59,6 +62,9 @@ def test_binary_writes_every_output(tmp_path):
     "proxy.csv",
     "proxy_peaks.csv",
     "proxy_overoptimisation.png",
+    "frontier.csv",
+    "frontier_best_n.json",
+    "win_rate_frontier.png",
   }
   assert names <= set(os.listdir(tmp_path))
   with open(tmp_path / "results.csv") as f:
@@ -71,7 +77,7 @@ def test_binary_writes_every_output(tmp_path):
   assert {r["max_tries"] for r in rows if r["method"] == "rewind_repeat"} == {"none", "2"}
   with open(tmp_path / "config.json") as f:
     config = json.load(f)
-  assert config["num_mc_draws"] == 3 and config["uniform_sizes"] == "5"
+  assert config["num_mc_draws"] == 3 and config["uniform_sizes"] == [5]
   assert config["float64"] is False and config["workdir"] == str(tmp_path)
   with open(tmp_path / "summary.json") as f:
     summary = json.load(f)
@@ -79,7 +85,7 @@ def test_binary_writes_every_output(tmp_path):
   with open(tmp_path / "proxy.csv") as f:
     proxy_rows = list(csv.DictReader(f))
   assert len(proxy_rows) == 2 * 2 * 3  # Error families x sigmas x n grid [1, 3, 8].
-  assert config["proxy_sigmas"] == "0,1"
+  assert config["proxy_sigmas"] == [0, 1]
 
 
 @pytest.mark.parametrize(
@@ -88,7 +94,7 @@ def test_binary_writes_every_output(tmp_path):
     ("--config.num_mc_draws=0", "config.num_mc_draws=0 must be an integer >= 1."),
     (
       "--config.uniform_sizes=10,0",
-      "config.uniform_sizes='10,0' has '0': must be a comma-separated list of integers >= 1.",
+      "config.uniform_sizes=(10, 0) has 0: must be a list of integers >= 1.",
     ),
   ],
 )

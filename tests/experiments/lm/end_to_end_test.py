@@ -24,7 +24,7 @@ from experiments.lm.configs import tiny
 from tests import REPO_ROOT
 from tests import WAIT_S
 from tests.experiments.lm import provenance_test
-from tests.experiments.lm import reporting_test
+from tests.experiments.lm import run_outputs_test
 
 # Integration: the LM binary in subprocesses (README's second test step, `-m slow`).
 pytestmark = pytest.mark.slow
@@ -126,7 +126,7 @@ def test_outputs(reference_run):
     assert os.path.getsize(os.path.join(workdir, name)) > 0, name
   with open(os.path.join(workdir, "config.json")) as f:
     config = json.load(f)
-  assert config["rl"]["runs"] == "max_at_k@2:3:1,grpo"
+  assert config["rl"]["runs"] == ["max_at_k@2:3:1", "grpo"]  # A list, as JSON writes it.
   # run.json: one session, every field, this checkout's commit (not in config.json).
   (session,) = _sessions(workdir)
   assert set(session) == provenance_test.SESSION_FIELDS
@@ -141,7 +141,7 @@ def test_outputs(reference_run):
   assert session["study_design"] == "" and session["design_commit"] is None
   assert not {"commit", "started_utc", "host"} & set(config)
   rows = _csv(workdir, "results.csv")
-  assert list(rows[0])[:11] == reporting_test.CONTRACT_COLUMNS
+  assert list(rows[0])[:11] == run_outputs_test.CONTRACT_COLUMNS
   n_eval, num_prompts = config["eval"]["n"], config["eval"]["num_prompts"]
   assert len(rows) == 3 * n_eval  # base and two RL runs, k = 1..n_eval.
   assert {(r["stage"], r["method"], r["k_opt"]) for r in rows} == {
@@ -288,8 +288,8 @@ def test_logged_keys_enumerate_the_log_of_a_finished_run(reference_run):
   config = tiny.get_config("micro")
   runs = ["max_at_k_k2-3-1", "grpo"]
   keys = [(r["stage"], r.get("run", ""), r["step"]) for r in _records(reference_run)]
-  assert log_schedule.logged_keys(config, runs, (3, config.rl.steps)) == keys
-  assert log_schedule.logged_keys(config, runs, (0, 4)) == keys[:4]  # SFT steps 1..4.
+  assert log_schedule.logged_keys(config, runs, ("rl/grpo", config.rl.steps)) == keys
+  assert log_schedule.logged_keys(config, runs, ("sft", 4)) == keys[:4]  # SFT steps 1..4.
   assert log_schedule.logged_keys(config, runs, None) == []
 
 
@@ -406,7 +406,7 @@ out = {}
 for devices in (1, 4):
   config = tiny.get_config("micro")
   config.num_devices = devices
-  config.rl.runs = "max_at_k@2"
+  config.rl.runs = ("max_at_k@2",)
   config.rl.steps = 2
   config.sft.steps = 4
   train.run(config, f"{sys.argv[1]}/d{devices}")

@@ -10,23 +10,24 @@ import pytest
 from experiments import estimators as estimators_lib
 from experiments import schedules
 from experiments.lm import model as model_lib
+from experiments.lm import off_policy
 from experiments.lm import optimizer as optimizer_lib
 from experiments.lm import policy as policy_lib
 from experiments.lm import rl
 from experiments.lm import rollouts
-from experiments.lm import runs as runs_lib
+from experiments.lm import run_specs
 from experiments.lm import sampling
 from experiments.lm import tasks
 import maxk
 
 
 def test_parse_runs_and_schedules():
-  runs = runs_lib.parse_runs("max_at_k@1, max_at_k@8:50:1:80:2,grpo", n=8)
+  runs = run_specs.parse_runs("max_at_k@1, max_at_k@8:50:1:80:2,grpo", n=8)
   assert [r.name for r in runs] == ["max_at_k_k1", "max_at_k_k8-50-1-80-2", "grpo"]
   annealed = runs[1]
   assert annealed.k_label == "8:50:1:80:2"
   assert runs[2].k_label == "n/a" and runs[0].k_at(7) == 1 and runs[0].k_label == "1"
-  assert runs_lib.parse_runs("max_at_k", n=8)[0].k_label == "1"
+  assert run_specs.parse_runs("max_at_k", n=8)[0].k_label == "1"
   for bad, match in [
     ("max_at_k@9", "1 <= k <= n=8"),
     ("ppo", "Unknown estimator"),
@@ -38,13 +39,13 @@ def test_parse_runs_and_schedules():
     ("", "at least one"),
   ]:
     with pytest.raises(ValueError, match=match):
-      runs_lib.parse_runs(bad, n=8)
+      run_specs.parse_runs(bad, n=8)
   with pytest.raises(ValueError, match="off_policy"):
     rl.UpdateSpec(estimator="max_at_k", k=2, off_policy="magic")
 
 
 def test_parse_runs_reads_per_run_learning_rate_and_kl_options():
-  runs = runs_lib.parse_runs(
+  runs = run_specs.parse_runs(
     "grpo[lr=3e-5], max_at_k@8[kl=0.05],grpo[kl=0.01, lr=3e-5],max_at_k@4/ppo_clip[kl=0],grpo",
     n=8,
   )
@@ -86,54 +87,54 @@ def test_parse_runs_reads_per_run_learning_rate_and_kl_options():
     ("grpo[lr=1e-3],grpo[lr=0.001]", "repeats"),
   ]:
     with pytest.raises(ValueError, match=match):
-      runs_lib.parse_runs(bad, n=8)
+      run_specs.parse_runs(bad, n=8)
 
 
 def test_schedule_switches_after_the_first_t1_steps():
   # RL steps are numbered from 1; "8:50:1:80:2" is k=8 for the first 50 steps
   # (steps 1-50), k=1 for steps 51-80, then k=2: steps 50 and 80 still belong to
   # the earlier segment, as in the bandit runs.
-  annealed = runs_lib.parse_runs("max_at_k@8:50:1:80:2", n=8)[0]
+  annealed = run_specs.parse_runs("max_at_k@8:50:1:80:2", n=8)[0]
   ks = [annealed.k_at(step) for step in range(1, 101)]
   assert ks == [8] * 50 + [1] * 30 + [2] * 20
   assert annealed.schedule == schedules.parse_schedule("8:50:1:80:2")
 
 
 def test_parse_runs_checks_switch_steps_against_the_run_length():
-  runs_lib.parse_runs("max_at_k@2:3:1", n=4, num_steps=4)
+  run_specs.parse_runs("max_at_k@2:3:1", n=4, num_steps=4)
   with pytest.raises(ValueError, match="smaller than num_steps=3"):
-    runs_lib.parse_runs("max_at_k@2:3:1", n=4, num_steps=3)
+    run_specs.parse_runs("max_at_k@2:3:1", n=4, num_steps=3)
 
 
 def test_advantages_come_from_the_shared_registry():
   rewards = jnp.asarray(np.random.default_rng(0).random((2, 5)), jnp.float32)
-  for baseline in runs_lib.BASELINES:
+  for baseline in run_specs.BASELINES:
     np.testing.assert_array_equal(
-      runs_lib.advantages("max_at_k", rewards, 3, baseline),
+      run_specs.advantages("max_at_k", rewards, 3, baseline),
       maxk.max_at_k_advantages(rewards, 3, baseline=baseline),
     )
   np.testing.assert_array_equal(
-    runs_lib.advantages("grpo", rewards, 3, "loo"), estimators_lib.get("grpo")(rewards, 3)
+    run_specs.advantages("grpo", rewards, 3, "loo"), estimators_lib.get("grpo")(rewards, 3)
   )
   np.testing.assert_array_equal(
-    runs_lib.advantages("max_minus_second", rewards, 3, "loo"),
+    run_specs.advantages("max_minus_second", rewards, 3, "loo"),
     maxk.max_minus_second_advantages(rewards),
   )
   # Every registered max@k peer, k-dependent or not; the LM's binary threshold is 1.
-  assert runs_lib.estimator_choices() == (
+  assert run_specs.estimator_choices() == (
     "max_at_k",
     *(e.name for e in estimators_lib.entries(kind="peer")),
   )
-  assert "pass_at_k_training" in runs_lib.estimator_choices()
+  assert "pass_at_k_training" in run_specs.estimator_choices()
   rewards = rewards.at[0, 1].set(1.0)
   np.testing.assert_array_equal(
-    runs_lib.advantages("pass_at_k_training", rewards, 3, "loo"),
+    run_specs.advantages("pass_at_k_training", rewards, 3, "loo"),
     maxk.pass_at_k_training_advantages((rewards == 1.0).astype(jnp.float32), 3),
   )
   with pytest.raises(ValueError, match="Unknown estimator"):
-    runs_lib.advantages("loo", rewards, 3, "loo")
+    run_specs.advantages("loo", rewards, 3, "loo")
   with pytest.raises(ValueError, match="Unknown baseline"):
-    runs_lib.advantages("max_at_k", rewards, 3, "grpo")
+    run_specs.advantages("max_at_k", rewards, 3, "grpo")
 
 
 P, N, K = 3, 4, 2
@@ -160,7 +161,7 @@ def _policy(graphdef, prompt_len, temperature=1.0):
 @functools.partial(jax.jit, static_argnums=(1, 2))
 def _grad(params, policy, spec, old_params, data):
   _, seq_old = rl.sequence_logp(policy, old_params, data)
-  adv = runs_lib.advantages(spec.estimator, data.rewards_Pxn, spec.k, spec.baseline)
+  adv = run_specs.advantages(spec.estimator, data.rewards_Pxn, spec.k, spec.baseline)
   shift = adv - maxk.max_at_k_advantages(data.rewards_Pxn, spec.k, baseline="none")
   targets = rl.Targets(seq_old, adv, shift, jnp.zeros(data.mask_BxC.shape))
   return jax.grad(lambda p: rl.policy_loss(p, policy, data, targets, spec)[0])(params)
@@ -195,7 +196,7 @@ def test_surrogate_gradient_equals_unclipped_exact_weights_off_policy(batch):
 
 
 def test_runs_name_their_off_policy_method():
-  runs = runs_lib.parse_runs(
+  runs = run_specs.parse_runs(
     "max_at_k@4/exact, max_at_k@4/first_order, max_at_k@4/ppo_clip, max_at_k@4:2:1, rloo",
     n=8,
     off_policy="first_order",
@@ -223,7 +224,7 @@ def test_runs_name_their_off_policy_method():
     "max_at_k/loo/anneal",
     "rloo",
   ]
-  assert runs_lib.parse_runs("grpo/ppo_clip", n=4)[0].name == "grpo_ppo_clip"
+  assert run_specs.parse_runs("grpo/ppo_clip", n=4)[0].name == "grpo_ppo_clip"
   for bad, match in [
     ("max_at_k@4/magic", "unknown off-policy method 'magic'"),
     ("grpo/exact", "supports only the ppo_clip"),
@@ -232,13 +233,13 @@ def test_runs_name_their_off_policy_method():
     ("max_at_k@4,max_at_k@4/exact", "repeats"),  # The default method is exact.
   ]:
     with pytest.raises(ValueError, match=match):
-      runs_lib.parse_runs(bad, n=8)
+      run_specs.parse_runs(bad, n=8)
   with pytest.raises(ValueError, match="off_policy='magic'"):
-    runs_lib.parse_runs("grpo", n=8, off_policy="magic")
+    run_specs.parse_runs("grpo", n=8, off_policy="magic")
 
 
 def test_a_k_dependent_peer_takes_a_schedule_and_ppo_clip():
-  (run,) = runs_lib.parse_runs("pass_at_k_training@4:2:1", n=8, num_steps=4)
+  (run,) = run_specs.parse_runs("pass_at_k_training@4:2:1", n=8, num_steps=4)
   labels = run.labels("loo", inner_epochs=2)
   assert (labels.name, labels.k_opt, labels.method) == (
     "pass_at_k_training_k4-2-1",
@@ -249,24 +250,24 @@ def test_a_k_dependent_peer_takes_a_schedule_and_ppo_clip():
   spec = rl.UpdateSpec(estimator=run.estimator, k=4, off_policy=run.off_policy)
   assert spec.method == "ppo_clip"
   # The study's run names stay what its committed outputs use.
-  (study_run,) = runs_lib.parse_runs("max_at_k@8:60:1", n=8, num_steps=100)
-  assert study_run.labels("loo_minus_one", inner_epochs=2) == runs_lib.RunLabels(
+  (study_run,) = run_specs.parse_runs("max_at_k@8:60:1", n=8, num_steps=100)
+  assert study_run.labels("loo_minus_one", inner_epochs=2) == run_specs.RunLabels(
     "max_at_k_k8-60-1", "8:60:1", "max_at_k/loo_minus_one/anneal/exact"
   )
 
 
 def test_importance_diagnostics():
   n = 4
-  on_policy = rl.importance_diagnostics(jnp.zeros((3, n)))
+  on_policy = off_policy.importance_diagnostics(jnp.zeros((3, n)))
   assert on_policy["ess_frac"] == pytest.approx(1.0)
   assert on_policy["max_weight"] == pytest.approx(1 / n)
   # Ratios (1, 1, 2, 0): ESS = 4^2 / 6 of 4 samples, largest weight 2 / 4; and one
   # prompt on-policy: the mean ESS fraction is (2/3 + 1) / 2.
   log_ratio = jnp.log(jnp.array([[1.0, 1.0, 2.0, 0.0], [3.0, 3.0, 3.0, 3.0]]))
-  out = rl.importance_diagnostics(log_ratio)
+  out = off_policy.importance_diagnostics(log_ratio)
   assert out["ess_frac"] == pytest.approx((16 / 6 / 4 + 1) / 2)
   assert out["max_weight"] == pytest.approx(0.5)
-  degenerate = rl.importance_diagnostics(jnp.array([[80.0, 0.0, 0.0, 0.0]]))
+  degenerate = off_policy.importance_diagnostics(jnp.array([[80.0, 0.0, 0.0, 0.0]]))
   assert degenerate["ess_frac"] == pytest.approx(1 / n) and degenerate["max_weight"] == 1.0
 
 
@@ -315,7 +316,7 @@ def test_kl_penalty_gradient_is_that_of_the_reverse_kl():
     rho = jnp.exp(seq(theta) - seq(old))
 
     def expected_penalty(t):
-      return jnp.sum(p_old * rl.kl_penalty(_toy_logp(t, tokens, mask), logp_ref, mask, rho))
+      return jnp.sum(p_old * off_policy.kl_penalty(_toy_logp(t, tokens, mask), logp_ref, mask, rho))
 
     value, grad = jax.value_and_grad(expected_penalty)(theta)
     assert value == pytest.approx(float(reverse_kl(theta)), rel=1e-4)
@@ -382,7 +383,7 @@ def test_score_function_gradient_is_unbiased_at_the_sampling_temperature():
     rewards = (p_draw * reward)[:, None]
     data = rollouts.Batch(tokens, mask, rewards)
     _, seq_old = rl.sequence_logp(policy, old_p, data)
-    adv = runs_lib.advantages("max_at_k", rewards, 1, "none")
+    adv = run_specs.advantages("max_at_k", rewards, 1, "none")
     targets = rl.Targets(seq_old, adv, jnp.zeros_like(adv), jnp.zeros(mask.shape))
     loss = lambda q: rl.policy_loss(q, policy, data, targets, spec)[0]
     return jax.tree.map(lambda g: -num * g, jax.grad(loss)(p))
@@ -463,8 +464,8 @@ def test_rloo_is_n_times_max_at_1_with_the_loo_minus_one_baseline(binary):
     r = rng.random((7, n))
     r = (r < 0.4).astype(np.float32) if binary else r.astype(np.float32)
     by_hand = n / (n - 1) * (r - r.mean(-1, keepdims=True))  # r_i - mean of the others.
-    rloo = runs_lib.advantages("rloo", jnp.asarray(r), 1, "loo_minus_one")
-    max1 = runs_lib.advantages("max_at_k", jnp.asarray(r), 1, "loo_minus_one")
+    rloo = run_specs.advantages("rloo", jnp.asarray(r), 1, "loo_minus_one")
+    max1 = run_specs.advantages("max_at_k", jnp.asarray(r), 1, "loo_minus_one")
     np.testing.assert_allclose(rloo, by_hand, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(rloo, n * np.asarray(max1), rtol=1e-5, atol=1e-6)
 

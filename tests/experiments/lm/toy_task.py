@@ -71,7 +71,7 @@ def registered() -> Iterator[None]:
     del tasks.TASKS[NAME]
 
 
-def micro_config(runs: str = "max_at_k@2") -> ml_collections.ConfigDict:
+def micro_config(runs: tuple[str, ...] = ("max_at_k@2",)) -> ml_collections.ConfigDict:
   """The micro config on the toy task, cut further (one layer, 2 SFT steps, one RL
   step of one inner epoch, no binning pass): the task is under test, not training."""
   config = tiny.get_config("micro")

@@ -15,7 +15,8 @@ from experiments.lm import log_schedule
 from experiments.lm import parallel
 from experiments.lm import prompt_records
 from experiments.lm import report_rows
-from experiments.lm import runs as runs_lib
+from experiments.lm import run_specs
+from experiments.lm import stages
 from experiments.lm import train
 from experiments.lm import validation
 from experiments.lm import workdir
@@ -49,7 +50,7 @@ def test_logging_schedule():
   assert [s for s in range(1, 7) if log_schedule.sft_logged(config, s)] == [3, 6]
   assert [s for s in range(1, 5) if log_schedule.rl_evaluated(config, s)] == [2, 4]
   assert [s for s in range(1, 5) if log_schedule.rl_logged(config, s)] == [2, 3, 4]
-  keys = log_schedule.logged_keys(config, ["a", "b"], (3, 2))
+  keys = log_schedule.logged_keys(config, ["a", "b"], ("rl/b", 2))
   assert keys == [
     ("sft", "", 3),
     ("sft", "", 6),
@@ -66,14 +67,14 @@ def test_checkpoint_evaluations_every_50_of_300_steps_leave_step_0_to_the_base_m
   config.rl.steps, config.eval.every, config.checkpoint_every, config.log_every = 300, 50, 50, 50
   evaluated = [s for s in range(1, 301) if log_schedule.rl_evaluated(config, s)]
   assert evaluated == [50, 100, 150, 200, 250, 300]
-  keys = log_schedule.logged_keys(config, ["grpo"], (2, 300))
+  keys = log_schedule.logged_keys(config, ["grpo"], ("rl/grpo", 300))
   assert [k for k in keys if k[0] == "base"] == [("base", "", config.sft.steps)]
   assert [k[2] for k in keys if k[0] == "rl"] == evaluated
 
 
 def test_result_rows_refuse_a_missing_final_evaluation():
-  runs = runs_lib.parse_runs("max_at_k@2,grpo", 2)
-  k_labels = {r.name: r.k_label for r in runs}  # As final_outputs.write passes them.
+  runs = run_specs.parse_runs("max_at_k@2,grpo", 2)
+  k_labels = {r.name: r.k_label for r in runs}  # As run_outputs.write passes them.
   base = {
     "stage": "base",
     "method": "base",
@@ -106,11 +107,11 @@ def test_initialize_distributed_is_idempotent(monkeypatch):
 
 def test_method_labels_name_annealing_and_the_off_policy_method():
   config = tiny.get_config("micro")
-  config.rl.runs = "max_at_k@2:3:1,max_at_k@2/ppo_clip,max_at_k@4,grpo,rloo"
+  config.rl.runs = ("max_at_k@2:3:1", "max_at_k@2/ppo_clip", "max_at_k@4", "grpo", "rloo")
   config.rl.off_policy = "first_order"
   config.rl.baseline = "loo"
-  runs = runs_lib.parse_runs(config.rl.runs, 4, off_policy=config.rl.off_policy)
-  assert [train.method_label(config, r) for r in runs] == [
+  runs = run_specs.parse_runs(config.rl.runs, 4, off_policy=config.rl.off_policy)
+  assert [stages.method_label(config, r) for r in runs] == [
     "max_at_k/loo/anneal/first_order",
     "max_at_k/loo/ppo_clip",
     "max_at_k/loo/first_order",
@@ -118,7 +119,7 @@ def test_method_labels_name_annealing_and_the_off_policy_method():
     "rloo/ppo_clip",
   ]
   config.rl.inner_epochs = 1  # On-policy: no off-policy method applies.
-  assert [train.method_label(config, r) for r in runs][:2] == [
+  assert [stages.method_label(config, r) for r in runs][:2] == [
     "max_at_k/loo/anneal",
     "max_at_k/loo",
   ]
@@ -174,9 +175,10 @@ def _short_config(runs, **rl):
 @pytest.mark.slow  # Integration: five training runs (README's second test step).
 def test_a_runs_own_learning_rate_and_kl_equal_a_whole_config_of_them(tmp_path):
   own, whole = tmp_path / "own", tmp_path / "whole"
-  config = _short_config("grpo,grpo[lr=3e-3,kl=0.2]")  # The config's 1e-3 and 0.05, then its own.
+  # The config's 1e-3 and 0.05, then its own.
+  config = _short_config(("grpo", "grpo[lr=3e-3,kl=0.2]"))
   train.run(config, str(own))
-  train.run(_short_config("grpo", learning_rate=3e-3, kl_coef=0.2), str(whole))
+  train.run(_short_config(("grpo",), learning_rate=3e-3, kl_coef=0.2), str(whole))
   records = _rl_records(own)
   default = [r for r in records if r["run"] == "grpo"]
   mine = [r for r in records if r["run"] == "grpo_lr0.003_kl0.2"]
@@ -199,3 +201,19 @@ def test_a_runs_own_learning_rate_and_kl_equal_a_whole_config_of_them(tmp_path):
   os.remove(own / "checkpoints.csv")
   train.run(config, str(own))
   assert {name: (own / name).read_bytes() for name in before} == before
+
+
+def test_pending_stages_resume_from_the_checkpointed_stage_by_name():
+  stages = log_schedule.stages(["a", "b"])
+  assert stages == ["sft", "base", "rl/a", "rl/b"]
+  assert log_schedule.pending(stages, None) == dict.fromkeys(stages, None)
+  assert log_schedule.pending(stages, log_schedule.Position("sft", 4)) == {
+    "sft": 4,
+    "base": None,
+    "rl/a": None,
+    "rl/b": None,
+  }
+  assert log_schedule.pending(stages, log_schedule.Position("rl/a", 2)) == {"rl/a": 2, "rl/b": None}
+  assert log_schedule.pending(stages, log_schedule.Position("rl/b", 4)) == {"rl/b": 4}
+  with pytest.raises(ValueError, match="names no stage"):
+    log_schedule.pending(stages, log_schedule.Position("rl/c", 1))

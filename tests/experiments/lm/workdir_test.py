@@ -52,6 +52,31 @@ def test_config_differences_name_dotted_fields():
   assert workdir.config_differences(added, _RECORD) == ["rl.kl_coef (only in the workdir's config)"]
 
 
+def test_a_list_recorded_as_its_old_comma_separated_string_is_the_same_list():
+  # config.json files written when list fields were strings ("runs": "grpo,max_at_k@8").
+  old = _with(_RECORD, **{"rl.runs": "grpo,max_at_k@8,grpo[lr=3e-05]"})
+  new = _with(_RECORD, **{"rl.runs": ["grpo", "max_at_k@8", "grpo[lr=3e-05]"]})
+  assert workdir.config_differences(old, new) == []
+  other = _with(_RECORD, **{"rl.runs": ["grpo", "max_at_k@8"]})
+  assert workdir.config_differences(old, other) == [
+    "rl.runs: 'grpo,max_at_k@8,grpo[lr=3e-05]' -> ['grpo', 'max_at_k@8']"
+  ]
+
+
+def test_claim_resumes_a_workdir_whose_config_json_has_the_old_string_form(tmp_path):
+  path = tmp_path / "w"
+  path.mkdir()
+  old = _with(_RECORD, **{"rl.runs": "max_at_k@2:3:1,grpo"})
+  (path / "config.json").write_text(json.dumps(old))
+  with pytest.raises(workdir.WorkdirError, match=r"rl\.runs: 'max_at_k@2:3:1,grpo' -> \['grpo'\]"):
+    with workdir.claim(str(path), _with(_RECORD, **{"rl.runs": ("grpo",)})):
+      pytest.fail("claimed a workdir of another config")
+  with workdir.claim(str(path), _with(_RECORD, **{"rl.runs": ("max_at_k@2:3:1", "grpo")})):
+    pass
+  # The resumed run rewrote its config.json, now with the list.
+  assert json.loads((path / "config.json").read_text())["rl"]["runs"] == ["max_at_k@2:3:1", "grpo"]
+
+
 def test_claim_writes_config_and_resumes_with_the_same_one(tmp_path):
   path = str(tmp_path / "w")
   with workdir.claim(path, _RECORD) as claimed:
