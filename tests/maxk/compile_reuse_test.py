@@ -212,6 +212,30 @@ def test_maj_at_k_sweep_over_k_compiles_each_kernel_once(ragged):
   assert all(a - b <= 1 for a, b in zip(after, before)), (before, after)
 
 
+# The lists that JAX's backend-compile events are appended to while a test counts them. The
+# listener is registered once per process: JAX's oldest supported release has no public way
+# to unregister one.
+_COMPILE_EVENTS: list[list[str]] = []
+
+
+def _on_event(event, duration_secs, **kwargs):
+  del duration_secs, kwargs
+  if _COMPILE_EVENTS and event == "/jax/core/compile/backend_compile_duration":
+    _COMPILE_EVENTS[-1].append(event)
+
+
+_LISTENER_REGISTERED = []
+
+
+def _count_compiles() -> list[str]:
+  """A list that collects each XLA compilation until `_COMPILE_EVENTS.pop()`."""
+  if not _LISTENER_REGISTERED:
+    jax.monitoring.register_event_duration_secs_listener(_on_event)
+    _LISTENER_REGISTERED.append(True)
+  _COMPILE_EVENTS.append([])
+  return _COMPILE_EVENTS[-1]
+
+
 @pytest.mark.parametrize("ragged", [False, True])
 @pytest.mark.parametrize("estimator", ["maj_at_k", "maj_at_k_advantages"])
 def test_maj_at_k_a_new_k_compiles_nothing(estimator, ragged):
@@ -227,17 +251,10 @@ def test_maj_at_k_a_new_k_compiles_nothing(estimator, ragged):
     where[0] = True  # one group keeps all n samples, so that every k has a value
   call = getattr(maxk, estimator)
   jax.block_until_ready(call(ids, correct, 2, where=where))
-  compiles = []
-
-  def listen(event, duration_secs, **kwargs):
-    del duration_secs, kwargs
-    if event == "/jax/core/compile/backend_compile_duration":
-      compiles.append(event)
-
-  jax.monitoring.register_event_duration_secs_listener(listen)
+  compiles = _count_compiles()
   try:
     for k in range(3, n + 1):
       jax.block_until_ready(call(ids, correct, k, where=where))
   finally:
-    jax.monitoring.unregister_event_duration_listener(listen)
+    _COMPILE_EVENTS.pop()
   assert not compiles, f"{len(compiles)} compilations over k = 3..{n}"
