@@ -15,6 +15,18 @@ from tests import compiled_programs
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+  """The fast tests (the default ``-m 'not slow'``) compile with XLA's backend
+  optimisations off: they check what is computed, not how fast, and LLVM's passes are
+  most of XLA:CPU's compile time (the suite takes about half as long). The integration
+  tests (``-m slow``) and CI's lowest-versions job (``JAX_DISABLE_MOST_OPTIMIZATIONS=0``)
+  compile as users do, so both compilations are tested. An explicit
+  ``JAX_DISABLE_MOST_OPTIMIZATIONS`` wins; subprocesses inherit the choice.
+  """
+  if config.getoption("markexpr") == "not slow":
+    os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _stay_under_the_memory_map_limit() -> Iterator[None]:
   """After each test module, drops JAX's caches if the process nears the mapping limit."""

@@ -675,7 +675,11 @@ def pass_at_k_posterior(
 
   Returns:
     :class:`Interval` ``(mean, stderr=posterior std, lo, hi)`` of shape ``[...]``.
-    A group with a non-finite entry returns NaN.
+    A group with a non-finite entry returns NaN. ``lo`` and ``hi`` go through
+    ``jax.scipy.special.betainc``, whose continued fraction iterates until every
+    element of the batch has converged, so a group's bounds can move in their last
+    bits (an ulp of the quantile of p, about k ulp of pass@k) with the other groups in
+    the batch, where XLA does not fuse the updates.
 
   Raises:
     ValueError: for ``k`` not an int >= 1, non-binary ``correct``, no samples

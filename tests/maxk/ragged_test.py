@@ -163,7 +163,7 @@ def test_infinite_rewards_give_what_the_dense_call_gives(fn, need, kind, binary)
 
 
 @pytest.mark.parametrize("fn, need, kind, binary", _SPECS)
-def test_masked_values_do_not_matter_and_nan_stays_in_its_group(fn, need, kind, binary):
+def test_masked_values_do_not_matter_and_nan_stays_in_its_group(request, fn, need, kind, binary):
   x, valid = _inputs(binary, seed=10 + need)
   base = np.asarray(fn(x, where=valid))
   junk = np.where(valid, x, np.float32(np.nan))  # NaN where masked: ignored
@@ -178,7 +178,15 @@ def test_masked_values_do_not_matter_and_nan_stays_in_its_group(fn, need, kind, 
   poisoned[row, col] = np.nan
   out = np.asarray(fn(poisoned, where=valid))
   others = np.arange(x.shape[0]) != row
-  np.testing.assert_array_equal(out[others], base[others])
+  case = request.node.callspec.id
+  if case.startswith("pass_at_k_posterior") and case.endswith(("_lo", "_hi")):
+    # The credible bounds go through jax.scipy.special.betainc, whose continued fraction
+    # iterates until every element of the batch converges: another group's parameters can
+    # add iterations, which can move a quantile p by an ulp where XLA does not fuse the
+    # updates, and 1 − (1 − p)^k by up to about k ulp (float32: k · 1.2e-7 relative).
+    np.testing.assert_allclose(out[others], base[others], rtol=12 * 2.4e-7, atol=0)
+  else:
+    np.testing.assert_array_equal(out[others], base[others])
   if kind == "estimate":
     assert np.isnan(out[row])
   else:
