@@ -36,6 +36,8 @@ _REGISTRY_TESTS = (
   "tests/experiments/bandit_variance/validation_test.py",
   "tests/experiments/bandit_training/validation_test.py",
 )
+# The tests that README's "Adding a task" has a new task join.
+_TASK_TESTS = "tests/experiments/lm/tasks_test.py"
 
 
 def _readme_record():
@@ -64,6 +66,18 @@ def _copy_tracked_files(dest):
     shutil.copyfile(os.path.join(REPO_ROOT, rel), os.path.join(dest, rel))
 
 
+def _python_in(copy, *args):
+  """Python with ``args`` in the copy, importing the copy's packages."""
+  return subprocess.run(
+    [sys.executable, *args],
+    cwd=copy,
+    env={**os.environ, "PYTHONPATH": str(copy)},
+    capture_output=True,
+    text=True,
+    timeout=WAIT_S,
+  )
+
+
 def test_adding_an_estimator_as_readme_says_keeps_the_registry_tests_green(tmp_path):
   record = _readme_record()
   assert 'name="my_estimator"' in record
@@ -80,20 +94,11 @@ def test_adding_an_estimator_as_readme_says_keeps_the_registry_tests_green(tmp_p
     "BUILTIN = tuple(_ENTRIES)\n"
   )
   builtin.write_text(text)
-  check = "from experiments import estimators; print(estimators.names()[-1])"
-  env = {**os.environ, "PYTHONPATH": str(copy)}
-  named = subprocess.run(
-    [sys.executable, "-c", check], cwd=copy, env=env, capture_output=True, text=True, timeout=WAIT_S
+  named = _python_in(
+    copy, "-c", "from experiments import estimators; print(estimators.names()[-1])"
   )
   assert named.stdout.strip() == "my_estimator", named.stderr
-  tests = subprocess.run(
-    [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_REGISTRY_TESTS],
-    cwd=copy,
-    env=env,
-    capture_output=True,
-    text=True,
-    timeout=WAIT_S,
-  )
+  tests = _python_in(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_REGISTRY_TESTS)
   assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
 
 
@@ -111,7 +116,7 @@ def test_adding_a_task_as_readme_says_passes_the_task_tests(tmp_path):
     'registry.register("NAME", TheTask)',
     "TASK_CASES",
     "NEAR_RULES",
-    "tests/experiments/lm/tasks_test.py",
+    _TASK_TESTS,
   ):
     assert step in recipe, step  # The steps this test follows are the ones README gives.
   copy = tmp_path / "repo"
@@ -146,7 +151,7 @@ def test_adding_a_task_as_readme_says_passes_the_task_tests(tmp_path):
     )
   )
   # Step 3: the task in TASK_CASES, its pairwise rule in NEAR_RULES and its near cases.
-  tasks_test = copy / "tests" / "experiments" / "lm" / "tasks_test.py"
+  tasks_test = copy / _TASK_TESTS
   text = _insert_after(
     tasks_test.read_text(), '  ("program", {}),\n', '  ("reverse", {"num_digits": 3}),\n'
   )
@@ -159,28 +164,9 @@ def test_adding_a_task_as_readme_says_passes_the_task_tests(tmp_path):
     text, '\n    ("addition", {"num_digits": 1}),\n', '    ("reverse", {"num_digits": 3}),\n'
   )
   tasks_test.write_text(text)
-  env = {**os.environ, "PYTHONPATH": str(copy)}
-  check = "from experiments.lm import tasks; print(sorted(tasks.TASKS))"
-  named = subprocess.run(
-    [sys.executable, "-c", check], cwd=copy, env=env, capture_output=True, text=True, timeout=WAIT_S
-  )
+  named = _python_in(copy, "-c", "from experiments.lm import tasks; print(sorted(tasks.TASKS))")
   assert "'reverse'" in named.stdout, named.stderr
-  tests = subprocess.run(
-    [
-      sys.executable,
-      "-m",
-      "pytest",
-      "-v",
-      "-p",
-      "no:cacheprovider",
-      "tests/experiments/lm/tasks_test.py",
-    ],
-    cwd=copy,
-    env=env,
-    capture_output=True,
-    text=True,
-    timeout=WAIT_S,
-  )
+  tests = _python_in(copy, "-m", "pytest", "-v", "-p", "no:cacheprovider", _TASK_TESTS)
   assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
   # The new task ran in the tests over every task and in the near-signature test.
   ran = [line for line in tests.stdout.splitlines() if "[reverse-" in line]
