@@ -143,12 +143,13 @@ def test_each_group_equals_the_dense_call_on_its_valid_samples(fn, need, kind, b
   np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
   if kind == "advantage":
     assert np.all(got[~valid] == 0)  # exactly 0, not merely small
-  # Jitted with a traced mask, and vmapped over a leading axis: the same values.
-  jitted = np.asarray(jax.jit(lambda v, w: fn(v, where=w))(x, valid), np.float64)
-  np.testing.assert_allclose(jitted, got, rtol=1e-6, atol=1e-7)
+  # Jitted with a traced mask and vmapped over a leading axis: the same values. One
+  # compiled program checks both (each separately would compile the function twice more).
   x3, valid3 = x.reshape(3, 4, -1), valid.reshape(3, 4, -1)
-  mapped = jax.vmap(lambda v, w: fn(v, where=w))(x3, valid3)
-  np.testing.assert_allclose(np.asarray(mapped).reshape(got.shape), got, rtol=1e-6, atol=1e-7)
+  mapped = jax.jit(jax.vmap(lambda v, w: fn(v, where=w)))(x3, valid3)
+  np.testing.assert_allclose(
+    np.asarray(mapped, np.float64).reshape(got.shape), got, rtol=1e-6, atol=1e-7
+  )
 
 
 @pytest.mark.parametrize("fn, need, kind, binary", [p for p in _SPECS if not p.values[3]])
@@ -213,19 +214,21 @@ def test_gradients_equal_those_of_the_compacted_call(fn, need):
   x, valid = _inputs(False, seed=3)
   x = x + np.linspace(0, 0.01, x.size, dtype=np.float32).reshape(x.shape)  # no ties
   cot = np.random.default_rng(0).normal(size=x.shape).astype(np.float32)
+  per_sample = fn(x[:1]).ndim == 2
 
-  def loss(v, w):
-    out = fn(v, where=w)
-    return jnp.sum(out * (cot if out.ndim == 2 else cot[:, 0]))
-
-  got = np.asarray(jax.grad(loss)(x, valid))
+  # Each gradient is one jitted program (eagerly, the forward and the transpose compile
+  # apart), with the mask a constant as in the eager call.
+  weights = cot if per_sample else cot[:, 0]
+  got = np.asarray(jax.jit(jax.grad(lambda v: jnp.sum(fn(v, where=valid) * weights)))(x))
   assert np.all(got[~valid] == 0)
+  # The cotangent is an argument, so groups of one size share one compiled program.
+  dense_grad = jax.jit(jax.grad(lambda v, c: jnp.sum(fn(v) * c)))
   for b in range(x.shape[0]):
     if valid[b].sum() < need:
       assert np.all(got[b] == 0)
       continue
-    c = cot[b][valid[b]] if fn(x[:1]).ndim == 2 else cot[b, 0]
-    want = jax.grad(lambda v: jnp.sum(fn(v) * c))(x[b][valid[b]])
+    c = cot[b][valid[b]] if per_sample else cot[b, 0]
+    want = dense_grad(x[b][valid[b]], c)
     # Float32 rounding of the mean and std differs between the two computations,
     # relative to the gradients' overall size.
     atol = 1e-5 * float(np.abs(got).max())
@@ -400,11 +403,12 @@ def test_each_group_curve_equals_the_dense_curve_of_its_valid_samples(fn, pairs,
     want = _compacted_curve(fn, x, valid, pairs)
   got = np.asarray(fn(x, where=valid), np.float64)
   np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
-  jitted = np.asarray(jax.jit(lambda v, w: fn(v, where=w))(x, valid), np.float64)
-  np.testing.assert_allclose(jitted, got, rtol=1e-6, atol=1e-7)
+  # Jitted with a traced mask and vmapped over a leading axis, in one compiled program.
   x2, valid2 = x.reshape(2, 7, -1), valid.reshape(2, 7, -1)
-  mapped = jax.vmap(lambda v, w: fn(v, where=w))(x2, valid2)
-  np.testing.assert_allclose(np.asarray(mapped).reshape(got.shape), got, rtol=1e-6, atol=1e-7)
+  mapped = jax.jit(jax.vmap(lambda v, w: fn(v, where=w)))(x2, valid2)
+  np.testing.assert_allclose(
+    np.asarray(mapped, np.float64).reshape(got.shape), got, rtol=1e-6, atol=1e-7
+  )
   # All valid is the dense call (where=None is the dense path, unchanged).
   np.testing.assert_allclose(
     np.asarray(fn(x, where=np.ones(7, bool))), np.asarray(fn(x)), rtol=2e-6, atol=2e-6
@@ -451,9 +455,8 @@ def test_majority_vote_equals_the_dense_call_on_the_valid_samples(k, tie):
     v = valid[g]
     want = float(maxk.maj_at_k(ids[g][v], correct[g][v], k, tie=tie)) if v.sum() >= k else np.nan
     np.testing.assert_allclose(got[g], want, rtol=2e-6, atol=2e-6, err_msg=f"group {g}")
-  jitted = jax.jit(lambda i, c, w: maxk.maj_at_k(i, c, k, tie=tie, where=w))(ids, correct, valid)
-  np.testing.assert_allclose(np.asarray(jitted), got, rtol=1e-6, atol=1e-7)
-  mapped = jax.vmap(lambda i, c, w: maxk.maj_at_k(i, c, k, tie=tie, where=w))(
+  # Jitted with a traced mask and vmapped over a leading axis, in one compiled program.
+  mapped = jax.jit(jax.vmap(lambda i, c, w: maxk.maj_at_k(i, c, k, tie=tie, where=w)))(
     ids.reshape(3, 3, -1), correct.reshape(3, 3, -1), valid.reshape(3, 3, -1)
   )
   np.testing.assert_allclose(np.asarray(mapped).reshape(got.shape), got, rtol=1e-6, atol=1e-7)
