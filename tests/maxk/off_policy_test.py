@@ -1,4 +1,11 @@
-"""Tests for the off-policy max@k weights and the importance-weighted surrogate."""
+"""Tests for the off-policy max@k weights and the importance-weighted surrogate.
+
+Every (shape, k, method) compiles the library's program anew (k is static), and a
+compile costs far more than the call: tests that need no shape of their own use the
+[2, 3, n] groups of ``test_matches_enumeration``, whose programs they then reuse.
+"""
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -8,6 +15,24 @@ import pytest
 import maxk
 from tests.maxk import enumeration
 from tests.maxk.variants import VARIANTS
+
+
+@functools.cache
+def _weights_fn(k, method):
+  """One function object per (k, method): ``jax.jit`` of the same object reuses its
+  compiled program, where a fresh lambda per test would compile it again."""
+  return lambda a, b: maxk.max_at_k_advantages_off_policy(a, b, k, method=method)
+
+
+@functools.cache
+def _surrogate_fn(k):
+  """J of rewards ``a`` at log-ratio ``b``, one object per k (as ``_weights_fn``)."""
+  return lambda a, b: maxk.max_at_k_surrogate(b, jnp.zeros_like(b), a, k)
+
+
+# jax.vmap builds a new function object on every call; cached, jit of jax.vmap(fn) for
+# the same fn is one object too.
+_vmap = functools.cache(jax.vmap)
 
 
 @pytest.mark.parametrize("n", range(1, 9))
@@ -36,13 +61,15 @@ def test_matches_enumeration(n, method):
 @pytest.mark.parametrize("n", [1, 3, 6])
 def test_surrogate_value_and_grad_equal_exact_weights(n):
   rng = np.random.default_rng(n)
-  r = rng.normal(size=(4, n)).astype(np.float32)
-  logp_old = rng.normal(size=(4, n)).astype(np.float32)
-  logp = logp_old + 0.3 * rng.normal(size=(4, n)).astype(np.float32)
+  # [2, 3, n] groups: the exact weights reuse test_matches_enumeration's programs.
+  r = rng.normal(size=(2, 3, n)).astype(np.float32)
+  logp_old = rng.normal(size=(2, 3, n)).astype(np.float32)
+  logp = logp_old + 0.3 * rng.normal(size=(2, 3, n)).astype(np.float32)
+  rows = [x.reshape(-1, n) for x in (r, logp, logp_old)]
   for k in sorted({1, min(2, n), n}):
     j = maxk.max_at_k_surrogate(logp, logp_old, r, k)
-    want = [enumeration.surrogate(a, b - c, k) for a, b, c in zip(r, logp, logp_old)]
-    np.testing.assert_allclose(j, want, rtol=1e-5, atol=1e-6)
+    want = [enumeration.surrogate(a, b - c, k) for a, b, c in zip(*rows)]
+    np.testing.assert_allclose(np.reshape(j, -1), want, rtol=1e-5, atol=1e-6)
     grad = jax.grad(lambda lp: jnp.sum(maxk.max_at_k_surrogate(lp, logp_old, r, k)))(logp)
     np.testing.assert_allclose(
       grad, maxk.max_at_k_advantages_off_policy(r, logp - logp_old, k), rtol=1e-5, atol=1e-6
@@ -55,8 +82,9 @@ def test_surrogate_value_and_grad_equal_exact_weights(n):
 
 def test_zero_log_ratio_reduces_to_on_policy():
   rng = np.random.default_rng(0)
-  r = rng.normal(size=(5, 9)).astype(np.float32)
-  for k in (1, 2, 5, 9):
+  # [2, 3, n] groups: the off-policy weights reuse test_matches_enumeration's programs.
+  r = rng.normal(size=(2, 3, 8)).astype(np.float32)
+  for k in (1, 2, 5, 8):
     on = maxk.max_at_k_advantages(r, k, baseline="none")
     for method in ("exact", "first_order"):
       off = maxk.max_at_k_advantages_off_policy(r, np.zeros_like(r), k, method=method)
@@ -112,14 +140,15 @@ def test_against_enumeration_jit_vmap(variant, method, k):
   rng = np.random.default_rng(2)
   r = rng.normal(size=(3, 6)).astype(np.float32)
   lr = 0.2 * rng.normal(size=(3, 6)).astype(np.float32)
-  f = lambda a, b: maxk.max_at_k_advantages_off_policy(a, b, k, method=method)
+  f = _weights_fn(k, method)
   want = np.stack([enumeration.off_policy(r[i], lr[i], k, method) for i in range(3)])
   np.testing.assert_allclose(variant(f)(r, lr), want, rtol=1e-5, atol=1e-6)
-  np.testing.assert_allclose(variant(jax.vmap(f))(r, lr), want, rtol=1e-5, atol=1e-6)
-  surrogate = lambda a, b: maxk.max_at_k_surrogate(b, jnp.zeros_like(b), a, k)
+  np.testing.assert_allclose(variant(_vmap(f))(r, lr), want, rtol=1e-5, atol=1e-6)
+  surrogate = _surrogate_fn(k)
   want_j = [enumeration.surrogate(r[i], lr[i], k) for i in range(3)]
   np.testing.assert_allclose(variant(surrogate)(r, lr), want_j, rtol=1e-5, atol=1e-6)
-  np.testing.assert_allclose(variant(jax.vmap(surrogate))(r, lr), want_j, rtol=1e-5, atol=1e-6)
+  # The surrogate does not depend on the method: the second method's case reuses its jit.
+  np.testing.assert_allclose(variant(_vmap(surrogate))(r, lr), want_j, rtol=1e-5, atol=1e-6)
 
 
 def test_grad_and_nan_isolation():
@@ -128,7 +157,7 @@ def test_grad_and_nan_isolation():
   lr = 0.2 * rng.normal(size=(3, 6)).astype(np.float32)
   for method in ("exact", "first_order"):
     for k in (1, 4):
-      f = lambda a, b, k=k, m=method: maxk.max_at_k_advantages_off_policy(a, b, k, method=m)
+      f = _weights_fn(k, method)  # Its jit is compiled by test_against_enumeration_jit_vmap.
       g = jax.grad(lambda b: jnp.sum(f(r, b) ** 2))(lr)
       assert np.all(np.isfinite(g))
       bad = r.copy()

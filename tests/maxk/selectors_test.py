@@ -250,8 +250,10 @@ def test_selected_at_k_float32_class_sums_are_compensated(n):
   rng = np.random.default_rng(n)
   r = rng.uniform(0.5, 1.5, size=(3, n)).astype(np.float32)
   exact = r.astype(np.float64).mean(-1)
+  # One group per call: every call here runs the one program of shape [n] (a compile at
+  # large n costs seconds; test_selected_at_k_float32_large_n compiles it for n = 1024).
   for k in (1, 7, n // 2):
-    got = np.asarray(maxk.selected_at_k(np.zeros_like(r), r, k), np.float64)
+    got = np.array([maxk.selected_at_k(np.zeros_like(row), row, k) for row in r], np.float64)
     assert np.all(np.abs(got - exact) <= 2 * eps * np.abs(exact)), (k, (got - exact) / exact)
   # A few large classes (scores 0..3): the same bound over the class means.
   s = rng.integers(0, 4, size=n).astype(np.float32)
@@ -339,11 +341,12 @@ def test_advantages_unbiased_exactly_on_a_categorical_policy(n):
 
 def test_advantages_constant_rewards_and_large_offsets():
   rng = np.random.default_rng(4)
-  s = rng.integers(0, 3, size=(4, 8)).astype(np.float32)
-  const = np.full((4, 8), 0.7, np.float32)
+  # [3, 7], the shape of test_advantages_match_subsets[7]: its programs are reused.
+  s = rng.integers(0, 3, size=(3, 7)).astype(np.float32)
+  const = np.full((3, 7), 0.7, np.float32)
   for b in ("loo_centered", "loo_minus_one", "mean_std"):
     assert np.all(np.asarray(maxk.selected_at_k_advantages(s, const, 3, baseline=b)) == 0)
-  r = rng.normal(size=(4, 8))
+  r = rng.normal(size=(3, 7))
   for b in maxk.BASELINES:
     got = maxk.selected_at_k_advantages(s, (r + 1000).astype(np.float32), 3, baseline=b)
     want = np.stack([_advantages(si, ri + 1000, 3, b) for si, ri in zip(s, r)])
@@ -415,12 +418,13 @@ def test_exact_jit_vmap(variant):
 
 def test_nan_only_affects_its_group():
   rng = np.random.default_rng(6)
-  s, r = _tied_pair(rng, (3, 5))
+  # [3, 7], the shape of test_advantages_match_subsets[7]: its programs are reused.
+  s, r = _tied_pair(rng, (3, 7))
   s, r = s.astype(np.float32), r.astype(np.float32)
   for where, value in (("scores", np.nan), ("rewards", np.nan), ("rewards", np.inf)):
     bad_s, bad_r = s.copy(), r.copy()
     (bad_s if where == "scores" else bad_r)[1, 2] = value
-    for k in (1, 5) if where == "scores" else (2,):
+    for k in (1, 7) if where == "scores" else (2,):
       for b in maxk.BASELINES:
         # The kernel is jitted: this is the NaN handling of the compiled program.
         f = lambda a, c: maxk.selected_at_k_advantages(a, c, k, baseline=b)
