@@ -1,5 +1,6 @@
 """Tests for maxk.max_at_k_advantages: brute force, PKPO identities, exact unbiasedness."""
 
+import functools
 import math
 
 import hypothesis
@@ -171,16 +172,30 @@ def test_mean_std_is_biased():
   assert np.max(np.abs(est - exact)) > 1e-2
 
 
+@functools.cache
+def _every_baseline(variant, k, vmapped):
+  """``variant`` of max_at_k_advantages(·, k) for every baseline at once, keyed by baseline.
+
+  Shared by the cases of test_against_enumeration_jit_vmap: under jit each (k, vmapped)
+  compiles one program for all baselines instead of one per baseline.
+  """
+
+  def every(x):
+    return {b: maxk.max_at_k_advantages(x, k, baseline=b) for b in BASELINES}
+
+  return variant(jax.vmap(every) if vmapped else every)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("baseline", BASELINES)
 @pytest.mark.parametrize("k", [2, 6])
 def test_against_enumeration_jit_vmap(variant, baseline, k):
   rng = np.random.default_rng(0)
   r = rng.normal(size=(4, 6)).astype(np.float32)
-  f = lambda x: maxk.max_at_k_advantages(x, k, baseline=baseline)
   want = np.apply_along_axis(enumeration.advantages, -1, r.astype(np.float64), k, baseline)
-  np.testing.assert_allclose(variant(f)(r), want, rtol=1e-4, atol=2e-5)
-  np.testing.assert_allclose(variant(jax.vmap(f))(r), want, rtol=1e-4, atol=2e-5)
+  for vmapped in (False, True):
+    got = _every_baseline(variant, k, vmapped)(r)[baseline]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5, err_msg=f"vmapped={vmapped}")
 
 
 def test_grad_matches_finite_differences():
@@ -204,12 +219,16 @@ def test_nan_only_affects_its_group():
   r = rng.normal(size=(3, 5)).astype(np.float32)
   bad = r.copy()
   bad[1, 2] = np.nan
-  for baseline in BASELINES:
-    for k in (1, 2, 5):
-      f = jax.jit(lambda x: maxk.max_at_k_advantages(x, k, baseline=baseline))
-      out, clean = np.asarray(f(bad)), np.asarray(f(r))
-      np.testing.assert_array_equal(out[[0, 2]], clean[[0, 2]])
-      assert not np.all(np.isfinite(out[1]))
+  cases = [(baseline, k) for baseline in BASELINES for k in (1, 2, 5)]
+  # Every (baseline, k) under jit in one program, compiled once for both inputs, not
+  # one program per case.
+  f = jax.jit(lambda x: [maxk.max_at_k_advantages(x, k, baseline=b) for b, k in cases])
+  outs, cleans = f(bad), f(r)
+  assert len(outs) == len(cleans) == len(cases)
+  for case, out, clean in zip(cases, outs, cleans):
+    out, clean = np.asarray(out), np.asarray(clean)
+    np.testing.assert_array_equal(out[[0, 2]], clean[[0, 2]], err_msg=str(case))
+    assert not np.all(np.isfinite(out[1])), case
 
 
 def test_exported_baselines_are_the_valid_options():

@@ -241,11 +241,13 @@ def test_jit_vmap_and_gradients():
   ids = rng.integers(-1, 3, size=(4, 6))
   correct = (ids == 1) | (ids == 2)
   want = [maj_subsets(i, c, 3, "uniform") for i, c in zip(ids, correct)]
-  jitted = jax.jit(lambda i, c: maxk.maj_at_k(i, c, 3))(ids, correct)
+  # maj_at_k and its advantages under jit in one program (one compilation, not two).
+  jitted, adv_jit = jax.jit(
+    lambda i, c: (maxk.maj_at_k(i, c, 3), maxk.maj_at_k_advantages(i, c, 3))
+  )(ids, correct)
   mapped = jax.vmap(lambda i, c: maxk.maj_at_k(i, c, 3))(ids, correct)
   np.testing.assert_allclose(jitted, want, atol=2e-6)
   np.testing.assert_allclose(mapped, want, atol=2e-6)
-  adv_jit = jax.jit(lambda i, c: maxk.maj_at_k_advantages(i, c, 3))(ids, correct)
   want_adv = [advantages_subsets(i, c, 3, "uniform", "loo_minus_one") for i, c in zip(ids, correct)]
   np.testing.assert_allclose(adv_jit, want_adv, atol=2e-6)
   # Gradient of the exact value: finite at a zero probability; matches central

@@ -1,6 +1,7 @@
 """Tests for the across-prompt uncertainty summaries (maxk._src.uncertainty)."""
 
 from fractions import Fraction
+import functools
 import math
 
 import jax
@@ -141,18 +142,41 @@ def test_bayes_at_n_k1_uniform_is_laplace_average():
   np.testing.assert_allclose(maxk.bayes_at_n(correct, 2).mean, want, rtol=1e-5)
 
 
+_DISTRIBUTIONS = ["normal", "t"]
+
+
+@functools.cache
+def _intervals(variant, vmapped):
+  """``variant`` of (mean_with_interval(x), paired_difference(x, y)) for every
+  distribution, keyed by distribution.
+
+  Shared by the cases of test_mean_and_paired_jit_vmap: under jit each ``vmapped``
+  compiles one program for both functions and both distributions, not one for each.
+  """
+
+  def both(u, w):
+    return {
+      d: (
+        maxk.mean_with_interval(u, distribution=d),
+        maxk.paired_difference(u, w, distribution=d),
+      )
+      for d in _DISTRIBUTIONS
+    }
+
+  return variant(jax.vmap(both) if vmapped else both)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("distribution", ["normal", "t"])
+@pytest.mark.parametrize("distribution", _DISTRIBUTIONS)
 def test_mean_and_paired_jit_vmap(variant, distribution):
   rng = np.random.default_rng(0)
   x, y = rng.normal(size=(4, 9)), rng.normal(size=(4, 9))
   crit = (stats.norm.ppf(0.975) if distribution == "normal" else stats.t.ppf(0.975, 8),)
-  f = lambda u: maxk.mean_with_interval(u, distribution=distribution)
-  g = lambda u, w: maxk.paired_difference(u, w, distribution=distribution)
-  for fn, args, ref in ((f, (x,), x), (g, (x, y), x - y)):
-    want = _numpy_interval(ref, 0.95, crit[0])
-    for out in (variant(fn)(*args), variant(jax.vmap(fn))(*args)):
-      for got_i, want_i in zip(out, want):
+  for vmapped in (False, True):
+    outs = _intervals(variant, vmapped)(x, y)[distribution]
+    for out, ref in zip(outs, (x, x - y), strict=True):
+      want = _numpy_interval(ref, 0.95, crit[0])
+      for got_i, want_i in zip(out, want, strict=True):
         np.testing.assert_allclose(got_i, want_i, rtol=1e-5, atol=1e-6)
 
 
@@ -160,12 +184,13 @@ def test_mean_and_paired_jit_vmap(variant, distribution):
 def test_posterior_jit_vmap(variant):
   correct = np.random.default_rng(1).random((3, 5, 6)) < 0.5
   want = maxk.pass_at_k_posterior(correct, 2)
-  f = lambda c: maxk.pass_at_k_posterior(c, 2)
-  for g, w in zip(variant(jax.vmap(f))(correct), want):
+  # The vmapped posterior and bayes_at_n in one program (one compilation under jit).
+  posterior, bayes_mean = variant(
+    lambda c: (jax.vmap(lambda d: maxk.pass_at_k_posterior(d, 2))(c), maxk.bayes_at_n(c, 2).mean)
+  )(correct)
+  for g, w in zip(posterior, want, strict=True):
     np.testing.assert_allclose(g, w, rtol=1e-6)
-  np.testing.assert_allclose(
-    variant(lambda c: maxk.bayes_at_n(c, 2).mean)(correct), want.mean.mean(-1), rtol=1e-6
-  )
+  np.testing.assert_allclose(bayes_mean, want.mean.mean(-1), rtol=1e-6)
 
 
 def test_nan_only_affects_its_row():
