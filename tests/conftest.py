@@ -18,7 +18,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 def pytest_configure(config: pytest.Config) -> None:
   """The fast tests (the default ``-m 'not slow'``) compile with XLA's backend
   optimisations off: they check what is computed, not how fast, and LLVM's passes are
-  most of XLA:CPU's compile time (the suite takes about half as long). The integration
+  most of XLA:CPU's compile time (the fast step takes about a quarter less). The integration
   tests (``-m slow``) and CI's lowest-versions job (``JAX_DISABLE_MOST_OPTIMIZATIONS=0``)
   compile as users do, so both compilations are tested. An explicit
   ``JAX_DISABLE_MOST_OPTIMIZATIONS`` wins; subprocesses inherit the choice.
