@@ -1,5 +1,8 @@
 """Another k at the same shape reuses the compiled estimator; no trace leaks a table."""
 
+from collections.abc import Iterator
+import contextlib
+import functools
 import inspect
 
 import jax
@@ -212,9 +215,7 @@ def test_maj_at_k_sweep_over_k_compiles_each_kernel_once(ragged):
   assert all(a - b <= 1 for a, b in zip(after, before)), (before, after)
 
 
-# The lists that JAX's backend-compile events are appended to while a test counts them. The
-# listener is registered once per process: JAX's oldest supported release has no public way
-# to unregister one.
+# The lists that JAX's backend-compile events are appended to while a test counts them.
 _COMPILE_EVENTS: list[list[str]] = []
 
 
@@ -224,16 +225,22 @@ def _on_event(event, duration_secs, **kwargs):
     _COMPILE_EVENTS[-1].append(event)
 
 
-_LISTENER_REGISTERED = []
+@functools.cache
+def _listen_to_compiles() -> None:
+  """Registers the listener once per process: JAX's oldest supported release has no
+  public way to unregister one."""
+  jax.monitoring.register_event_duration_secs_listener(_on_event)
 
 
-def _count_compiles() -> list[str]:
-  """A list that collects each XLA compilation until `_COMPILE_EVENTS.pop()`."""
-  if not _LISTENER_REGISTERED:
-    jax.monitoring.register_event_duration_secs_listener(_on_event)
-    _LISTENER_REGISTERED.append(True)
+@contextlib.contextmanager
+def _compiles_counted() -> Iterator[list[str]]:
+  """A list of the XLA compilations started inside the ``with`` block."""
+  _listen_to_compiles()
   _COMPILE_EVENTS.append([])
-  return _COMPILE_EVENTS[-1]
+  try:
+    yield _COMPILE_EVENTS[-1]
+  finally:
+    _COMPILE_EVENTS.pop()
 
 
 @pytest.mark.parametrize("ragged", [False, True])
@@ -251,10 +258,7 @@ def test_maj_at_k_a_new_k_compiles_nothing(estimator, ragged):
     where[0] = True  # one group keeps all n samples, so that every k has a value
   call = getattr(maxk, estimator)
   jax.block_until_ready(call(ids, correct, 2, where=where))
-  compiles = _count_compiles()
-  try:
+  with _compiles_counted() as compiles:
     for k in range(3, n + 1):
       jax.block_until_ready(call(ids, correct, k, where=where))
-  finally:
-    _COMPILE_EVENTS.pop()
   assert not compiles, f"{len(compiles)} compilations over k = 3..{n}"
