@@ -34,7 +34,8 @@ print(json.dumps([before, grown, released, after]))
 
 def test_compiled_programs_hold_mappings_until_released():
   run = subprocess.run(
-    [sys.executable, "-c", _SCENARIO], capture_output=True,
+    [sys.executable, "-c", _SCENARIO],
+    capture_output=True,
     text=True,
     check=True,
     timeout=300,
