@@ -365,7 +365,9 @@ def _taps(factor: _Factor, x0: jax.Array | int) -> tuple[jax.Array, jax.Array]:
   return f, jnp.where(x == t, factor.corr[..., None] * top, 0)
 
 
-def _times_factor(carry: jax.Array, factor: _Factor, *, reverse: bool = False) -> jax.Array:
+def _times_factor(
+  carry: jax.Array, factor: _Factor, *, reverse: bool = False, compact: bool = False
+) -> jax.Array:
   """(F, D) = ``carry`` [2, ..., B, L] to (F ∗ f, D ∗ f + F ∗ g) truncated to L
   coefficients (∗ the product of polynomials), or with ``reverse`` its transpose, the
   same for polynomials read backwards from z^k.
@@ -373,7 +375,11 @@ def _times_factor(carry: jax.Array, factor: _Factor, *, reverse: bool = False) -
   Sums of positive terms.  Each pass multiplies in _TAPS coefficients as shifts known
   at compile time (XLA fuses them into one loop); pass p moves up (down) by p·_TAPS,
   as P_0 + S(P_1 + S(P_2 + ...)) with S the move by _TAPS, so the passes beyond the
-  first run only for t >= _TAPS.
+  first run only for t >= _TAPS.  By default the first pass has its own copy in the
+  program (with static slices, and no loop below t = _TAPS); ``compact`` runs every pass
+  in the one loop instead, which compiles faster and, where the carry has more axes
+  (the advantages' two variants), also runs faster; for maj@k alone the default runs
+  faster at about the same compile time (``benchmarks.compile_time``).
   """
 
   def one_pass(x0: jax.Array | int) -> jax.Array:
@@ -387,11 +393,15 @@ def _times_factor(carry: jax.Array, factor: _Factor, *, reverse: bool = False) -
 
   passes = factor.t // _TAPS + 1  # coefficients 0..t
 
-  def more(first: jax.Array) -> jax.Array:
-    def one_more(i: jax.Array, acc: jax.Array) -> jax.Array:
-      return one_pass((passes - 1 - i) * _TAPS) + _moved(acc, _TAPS, reverse=reverse)
+  def next_pass(i: jax.Array, acc: jax.Array) -> jax.Array:
+    return one_pass((passes - 1 - i) * _TAPS) + _moved(acc, _TAPS, reverse=reverse)
 
-    rest = lax.fori_loop(0, passes - 1, one_more, jnp.zeros_like(first))
+  if compact:
+    shape = (2, *jnp.broadcast_shapes(carry.shape[1:], factor.row.shape))
+    return lax.fori_loop(0, passes, next_pass, jnp.zeros(shape, carry.dtype))
+
+  def more(first: jax.Array) -> jax.Array:
+    rest = lax.fori_loop(0, passes - 1, next_pass, jnp.zeros_like(first))
     return first + _moved(rest, _TAPS, reverse=reverse)
 
   return lax.cond(passes > 1, more, lambda first: first, one_pass(0))
@@ -470,7 +480,7 @@ def _node_shares(
     carry, pre = state
     row, corr, _ = _slot(cls, rows, t, j)
     pre = lax.dynamic_update_index_in_dim(pre, carry, j, axis=0)
-    return _times_factor(carry, _Factor(row, corr, t, u)), pre
+    return _times_factor(carry, _Factor(row, corr, t, u), compact=True), pre
 
   one = jnp.zeros(pre.shape[2:], pre.dtype).at[:, 0].set(1)
   (_, deriv), pre = lax.fori_loop(0, level.slots, forward, (jnp.stack([one, 0 * one]), pre))
@@ -484,7 +494,7 @@ def _node_shares(
     row, corr, count = _slot(cls, rows, t, j)
     less = rows(jnp.maximum(count - 1, 0))
     variants = _Factor(jnp.stack([_shift_right(less), less]), jnp.stack([corr, corr]), t, u)
-    both = _times_factor(suffix[:, None], variants, reverse=True)  # [2, variant, B, L]
+    both = _times_factor(suffix[:, None], variants, reverse=True, compact=True)  # [2, v, B, L]
     # [z^k] of D for the whole product (Σ_s D_pre·F_suf + F_pre·D_suf); "removed" at
     # z^(k − drop), its suffix read one degree on.
     before = lax.dynamic_index_in_dim(pre, j, axis=0, keepdims=False)[::-1]
