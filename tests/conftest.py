@@ -7,6 +7,8 @@ exact checks compute in NumPy float64 or exact rationals.
 
 from collections.abc import Iterator
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -25,6 +27,25 @@ def pytest_configure(config: pytest.Config) -> None:
   """
   if config.getoption("markexpr") == "not slow":
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+  _share_compiled_programs(config)
+
+
+def _share_compiled_programs(config: pytest.Config) -> None:
+  """One persistent compilation cache for the processes of this run, and only this run.
+
+  The xdist workers, and the binaries that tests start as users do, otherwise compile
+  the same programs again, each in its own process. The cache is a new empty directory
+  (every run compiles each program at least once) made by the controlling process,
+  which the workers and their subprocesses inherit, and deleted at the end. An explicit
+  ``JAX_COMPILATION_CACHE_DIR`` wins and is kept.
+  """
+  if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+    return
+  directory = tempfile.mkdtemp(prefix="maxk-tests-jax-cache-")
+  os.environ["JAX_COMPILATION_CACHE_DIR"] = directory
+  os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+  os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+  config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))
 
 
 @pytest.fixture(autouse=True, scope="module")
