@@ -128,12 +128,16 @@ def test_numpy_transform_shapes_jit_and_grad():
   def w4(q):
     return maxk.implied_prompt_weight(lambda r: maxk.max_at_k_advantages(r, 4), q, n)
 
-  q = jnp.array([0.1, 0.6])
-  np.testing.assert_allclose(jax.jit(w4)(q), 4 * (1 - q) ** 3, rtol=1e-6)
-  np.testing.assert_allclose(jax.vmap(w4)(q), 4 * (1 - q) ** 3, rtol=1e-6)
-  np.testing.assert_allclose(jax.grad(lambda x: w4(x).sum())(q), -12 * (1 - q) ** 2, rtol=1e-5)
+  q = np.array([0.1, 0.6], np.float32)
+  # w4 under jit, under vmap and its gradient, in one program; the references in NumPy.
+  jitted, vmapped, grad = jax.jit(
+    lambda q: (w4(q), jax.vmap(w4)(q), jax.grad(lambda x: w4(x).sum())(q))
+  )(q)
+  np.testing.assert_allclose(jitted, 4 * (1 - q) ** 3, rtol=1e-6)
+  np.testing.assert_allclose(vmapped, 4 * (1 - q) ** 3, rtol=1e-6)
+  np.testing.assert_allclose(grad, -12 * (1 - q) ** 2, rtol=1e-5)
   # Under jit p cannot be checked: out-of-range p gives NaN, as does NaN.
-  out = jax.jit(w4)(jnp.array([-0.5, 1.5, jnp.nan, 0.5]))
+  out = np.asarray(jax.jit(w4)(np.array([-0.5, 1.5, np.nan, 0.5], np.float32)))
   assert np.all(np.isnan(out[:3])) and np.isfinite(out[3])
   assert np.isnan(w4(np.array([np.nan, 0.5]))[0])
 
@@ -249,8 +253,10 @@ def test_traced_coefficients_nan_groups_and_dtypes():
   traced = jax.jit(maxk.success_objective_advantages)(g, jnp.asarray(coefficients, jnp.float32))
   np.testing.assert_allclose(traced, host, rtol=1e-6, atol=1e-6)
   # Linear in the coefficients: the gradient is the table of each pass@j alone.
-  grad = jax.grad(lambda c: maxk.success_objective_advantages(g, c)[0, 0])(jnp.ones(4))
-  want = [maxk.max_at_k_advantages(g, j)[0, 0] for j in range(1, 5)]
+  grad = jax.jit(jax.grad(lambda c: maxk.success_objective_advantages(g, c)[0, 0]))(
+    np.ones(4, np.float32)
+  )
+  want = [np.asarray(maxk.max_at_k_advantages(g, j))[0, 0] for j in range(1, 5)]
   np.testing.assert_allclose(grad, want, rtol=1e-6, atol=1e-7)
   bad = g.copy()
   bad[2, 1] = np.nan
