@@ -60,10 +60,12 @@ def test_grad_is_exact_including_zero_probabilities():
     (np.array([0.7, 0.3, 0.0]), np.array([0.0, 1.0, 3.0])),
     (np.array([0.2, 0.3, 0.5]), np.array([1.0, 1.0, 0.0])),
   ]
-  for probs, values in cases:
-    for k in (1, 2, 3):
-      w = np.random.default_rng(k).normal(size=k)
-      g = jax.grad(lambda p: maxk.order_stat_exact(p, values, w))(jnp.asarray(probs, jnp.float32))
+  for k in (1, 2, 3):
+    w = np.random.default_rng(k).normal(size=k)
+    # One compiled program per k (probs and rewards are its arguments), not op by op.
+    grad = jax.jit(jax.grad(lambda p, v, w=w: maxk.order_stat_exact(p, v, w)))
+    for probs, values in cases:
+      g = grad(jnp.asarray(probs, jnp.float32), jnp.asarray(values, jnp.float32))
       want = enumeration.exact_order_stat_grad_probs(probs, values, w)
       np.testing.assert_allclose(g, want, rtol=1e-5, atol=2e-5, err_msg=f"{probs} k={k}")
 
@@ -71,11 +73,11 @@ def test_grad_is_exact_including_zero_probabilities():
 def test_policy_gradient_through_softmax():
   logits = np.array([0.3, -0.5, 0.1, 0.7])
   values = np.array([0.0, 1.0, 1.0, -2.0])
+  values32 = values.astype(np.float32)
   for k in (1, 2, 4):
     w = np.random.default_rng(k).normal(size=k)
-    g = jax.grad(lambda z: maxk.order_stat_exact(jax.nn.softmax(z), values.astype(np.float32), w))(
-      jnp.asarray(logits, jnp.float32)
-    )
+    objective = lambda z, w=w: maxk.order_stat_exact(jax.nn.softmax(z), values32, w)
+    g = jax.jit(jax.grad(objective))(jnp.asarray(logits, jnp.float32))  # One program per k.
     np.testing.assert_allclose(g, enumeration.exact_order_stat_grad(logits, values, w), atol=3e-6)
 
 
@@ -108,9 +110,8 @@ def test_large_k_identities():
     j - 2 * np.asarray(maxk.order_stat_exact(probs, values, w2)),
     atol=2e-5,
   )
-  g = jax.grad(lambda p: jnp.sum(maxk.order_stat_exact(p, values, maxk.lift_rank_weights(w, 300))))(
-    probs
-  )
+  lifted = maxk.lift_rank_weights(w, 300)
+  g = jax.jit(jax.grad(lambda p: jnp.sum(maxk.order_stat_exact(p, values, lifted))))(probs)
   assert np.all(np.isfinite(g))
 
 
@@ -189,7 +190,7 @@ def test_grad_with_a_zero_probability_infinite_reward_is_finite():
   """The value does not depend on a zero-probability ±inf reward; its gradient is
   that of the nearest finite reward in its place (documented)."""
   w = np.random.default_rng(0).normal(size=3)
-  grad = jax.grad(lambda p, v: maxk.order_stat_exact(p, v, w))
+  grad = jax.jit(jax.grad(lambda p, v: maxk.order_stat_exact(p, v, w)))  # One program.
   probs = jnp.array([0.0, 0.6, 0.4, 0.0])
   g = grad(probs, jnp.array([-np.inf, 2.0, -1.0, np.inf]))
   np.testing.assert_allclose(g, grad(probs, jnp.array([-1.0, 2.0, -1.0, 2.0])), rtol=1e-6)

@@ -260,7 +260,7 @@ def test_parameters_may_be_traced_and_nan_rows_stay_nan():
   probs = np.stack([_P6, _P6[::-1]])
   rewards = np.stack([_R6, _R6])
   mus = jnp.array([0.0, 1.0, 5.0])
-  sweep = jax.jit(jax.vmap(lambda m: maxk.bop_kl(probs, rewards, m)))(mus)
+  sweep = np.asarray(jax.jit(jax.vmap(lambda m: maxk.bop_kl(probs, rewards, m)))(mus))
   for i, mu in enumerate([0.0, 1.0, 5.0]):
     np.testing.assert_allclose(sweep[i], maxk.bop_kl(probs, rewards, mu), rtol=1e-6, atol=1e-7)
   p_bad = probs.copy()
@@ -307,11 +307,22 @@ def test_grads_equal_finite_differences(name):
       probs = jax.nn.softmax(z)
       return fn(probs, rewards, 4, t) if family == "soft_bon" else fn(probs, rewards, t)
 
-    grad_z, grad_t = jax.jit(jax.grad(objective, argnums=(0, 1)))(jnp.asarray(logits), param)
-    fd_z = _central_difference(lambda z: objective(jnp.asarray(z), param), logits, 1e-6)
-    fd_t = _central_difference(lambda t: objective(jnp.asarray(logits), t), param, 1e-6)
+    # One compiled program gives the gradient and the values the differences are taken of.
+    value_and_grad = jax.jit(jax.value_and_grad(objective, argnums=(0, 1)))
+    grad_z, grad_t = value_and_grad(jnp.asarray(logits), param)[1]
+    value = lambda z, t: value_and_grad(jnp.asarray(z), float(t))[0]
+    fd_z = _central_difference(lambda z: value(z, param), logits, 1e-6)
+    fd_t = _central_difference(lambda t: value(logits, t), param, 1e-6)
   np.testing.assert_allclose(grad_z, fd_z, rtol=1e-6, atol=1e-9)
   np.testing.assert_allclose(float(grad_t), float(fd_t), rtol=1e-6, atol=1e-9)
+
+
+# d pmf / d probs, one compiled program each (rewards are an argument), shared by the cases.
+_PMF_JACOBIANS = {
+  "bop": jax.jit(jax.jacobian(lambda a, b: maxk.bop_pmf(a, b, 1.5))),
+  "tilt": jax.jit(jax.jacobian(lambda a, b: maxk.tilt_pmf(a, b, 0.8))),
+  "soft_bon": jax.jit(jax.jacobian(lambda a, b: maxk.soft_bon_pmf(a, b, 3, 0.4))),
+}
 
 
 @pytest.mark.parametrize("case", [2, 7])
@@ -321,13 +332,13 @@ def test_pmf_jacobians_with_zero_probabilities_equal_forward_differences(case):
   p, r = _CASES[case]
   r64 = r.astype(np.float64)
   pairs = [
-    (lambda a: maxk.bop_pmf(a, r, 1.5), lambda q: _bop_reference(q, r64, 1.5)[0]),
-    (lambda a: maxk.tilt_pmf(a, r, 0.8), lambda q: _tilt_reference(q, r64, 0.8)[0]),
-    (lambda a: maxk.soft_bon_pmf(a, r, 3, 0.4), lambda q: _soft_bon_brute_force(q, r64, 3, 0.4)),
+    (_PMF_JACOBIANS["bop"], lambda q: _bop_reference(q, r64, 1.5)[0]),
+    (_PMF_JACOBIANS["tilt"], lambda q: _tilt_reference(q, r64, 0.8)[0]),
+    (_PMF_JACOBIANS["soft_bon"], lambda q: _soft_bon_brute_force(q, r64, 3, 0.4)),
   ]
   p64 = p.astype(np.float64)
-  for fn, reference in pairs:
-    jac = np.asarray(jax.jacobian(fn)(jnp.asarray(p)))
+  for jacobian, reference in pairs:
+    jac = np.asarray(jacobian(jnp.asarray(p), jnp.asarray(r, jnp.float32)))
     for i in range(len(p)):
       e = np.zeros_like(p64)
       e[i] = 1e-6
@@ -337,8 +348,9 @@ def test_pmf_jacobians_with_zero_probabilities_equal_forward_differences(case):
 
 def test_traced_parameters_out_of_range_give_nan():
   assert np.all(np.isnan(jax.jit(lambda m: maxk.bop_pmf(_P6, _R6, m))(-0.5)))
+  kl = jax.jit(lambda t: maxk.soft_bon_kl(_P6, _R6, 3, t))  # One program for both.
   for lam in (0.0, -1.0):
-    assert np.isnan(float(jax.jit(lambda t: maxk.soft_bon_kl(_P6, _R6, 3, t))(lam)))
+    assert np.isnan(float(kl(lam)))
   # β may be any real number: β < 0 tilts towards low rewards.
   assert float(maxk.tilt_win_rate(_P6, _R6, -1.0)) < 0.5 < float(maxk.tilt_win_rate(_P6, _R6, 1.0))
 
@@ -346,9 +358,9 @@ def test_traced_parameters_out_of_range_give_nan():
 def test_log_partition_derivative_is_the_tilted_mean_reward():
   with jax.enable_x64(True):
     p, r = _normalized(_P6), _R6.astype(np.float64)
-    slope = jax.grad(lambda b: maxk.tilt_log_partition(p, r, b))(0.9)
+    slope = jax.jit(jax.grad(lambda b: maxk.tilt_log_partition(p, r, b)))(0.9)
     np.testing.assert_allclose(
-      float(slope), float(jnp.sum(maxk.tilt_pmf(p, r, 0.9) * r)), rtol=1e-12
+      float(slope), float(np.sum(np.asarray(maxk.tilt_pmf(p, r, 0.9)) * r)), rtol=1e-12
     )
 
 
