@@ -1,9 +1,11 @@
 """Tests of experiments.bandits.atlas and its table and figure, against brute force."""
 
 import csv
+import functools
 import itertools
 import math
 
+import jax
 import numpy as np
 import pytest
 
@@ -37,19 +39,40 @@ def _gradient(bandit, k):
   return out
 
 
-def _tuple_moments(advantage_fn, probs_PxA, rewards_PxA, n):
-  """Mean and covariance of prompt 0's ĝ over every tuple of arms of every prompt."""
+def _tuples(probs_PxA, rewards_PxA, n):
+  """Every tuple of arms of every prompt: the arms [T, P, n], their probability [T] and
+  rewards [T, P, n]."""
   num_prompts, num_arms = probs_PxA.shape
   tuples = np.array(list(itertools.product(range(num_arms), repeat=num_prompts * n)))
   y = tuples.reshape(-1, num_prompts, n)
   weight = np.prod(np.take_along_axis(probs_PxA[None], y, axis=2), axis=(1, 2))
-  rewards = np.take_along_axis(rewards_PxA[None], y, axis=2)
-  a = np.asarray(advantage_fn(rewards), np.float64)[:, 0]  # [T, n], prompt 0.
+  return y, weight, np.take_along_axis(rewards_PxA[None], y, axis=2)
+
+
+def _tuple_moments(advantages, tuples, probs_PxA):
+  """Mean and covariance of prompt 0's ĝ over every tuple of arms of every prompt, from
+  the advantages [T, P, n] of ``tuples`` (``_tuples``)."""
+  y, weight, _ = tuples
+  num_arms = probs_PxA.shape[1]
+  a = np.asarray(advantages, np.float64)[:, 0]  # [T, n], prompt 0.
   scores = np.eye(num_arms)[y[:, 0]] - probs_PxA[0]  # [T, n, A]
   g = np.einsum("tn,tna->ta", a, scores)
   mean = weight @ g
   cov = np.einsum("t,ta,tb->ab", weight, g - mean, g - mean)
   return mean, cov
+
+
+# The advantages of several estimators in one jitted program (one compilation per
+# shape, not one per estimator), cached across tests.
+@functools.cache
+def _registry_advantages(names, k):
+  fns = [estimators_lib.get(name) for name in names]
+  return jax.jit(lambda x: [f(x, k, pass_threshold=0.5) for f in fns])
+
+
+@functools.cache
+def _jspo_advantages(variants, k):
+  return jax.jit(lambda x: [maxk.jspo_max_at_k_advantages(x, k, variant=v) for v in variants])
 
 
 @pytest.mark.parametrize("bandit", ["easy", "hard"])
@@ -59,10 +82,11 @@ def test_registry_rows_match_tuple_enumeration(bandit):
   rows = {r["estimator"]: r for r in atlas.cell(b, n, k, num_samples=2000)}
   gradient = _gradient(b, k)
   p, r = np.asarray([b.probs]), np.asarray([b.rewards])
-  for name in ("none", "loo", "loo_centered", "loo_minus_one", "grpo", "pass_at_k_training"):
-    estimator = estimators_lib.get(name)
-    fn = lambda x, e=estimator: e(x[:, 0], k, pass_threshold=0.5)[:, None]
-    mean, cov = _tuple_moments(fn, p, r, n)
+  tuples = _tuples(p, r, n)
+  names = ("none", "loo", "loo_centered", "loo_minus_one", "grpo", "pass_at_k_training")
+  advantages = _registry_advantages(names, k)(tuples[2][:, 0])  # Each [T, n].
+  for name, a in zip(names, advantages):
+    mean, cov = _tuple_moments(np.asarray(a)[:, None], tuples, p)
     row = rows[name]
     assert row["method"] == "exact"
     np.testing.assert_allclose(row["variance"], np.trace(cov), rtol=2e-5)
@@ -85,11 +109,12 @@ def test_jspo_rows_are_the_first_prompts_block_of_the_batch():
   rows = {r["estimator"]: r for r in atlas.cell(b, n, k, jspo_prompts=2)}
   p = np.asarray([b.probs, b.probs])
   r = np.asarray([b.rewards, b.rewards])
-  for variant in maxk.JSPO_VARIANTS:
+  tuples = _tuples(p, r, n)
+  advantages = _jspo_advantages(tuple(maxk.JSPO_VARIANTS), k)(tuples[2])
+  for variant, a in zip(maxk.JSPO_VARIANTS, advantages):
     row = rows[variant]
     assert row["method"] == "exact" and row["kind"] == "jspo"  # 35^2 count vectors.
-    fn = lambda x, v=variant: maxk.jspo_max_at_k_advantages(x, k, variant=v)
-    mean, cov = _tuple_moments(fn, p, r, n)
+    mean, cov = _tuple_moments(a, tuples, p)
     np.testing.assert_allclose(row["variance"], np.trace(cov), rtol=2e-5)
     assert row["biased"] == (variant == "jspo++"), variant
 

@@ -92,8 +92,8 @@ def test_greedy_and_determinism(model, prompts):
     temperature=0.0,
     return_logits=True,
   )
-  first = np.asarray(greedy["logits"][:, 0])
-  np.testing.assert_array_equal(greedy["tokens"][:, 0], first.argmax(-1))
+  first = np.asarray(greedy["logits"])[:, 0]
+  np.testing.assert_array_equal(np.asarray(greedy["tokens"])[:, 0], first.argmax(-1))
   other_key = sampling.generate(
     graphdef, params, prompts, jax.random.key(5), cfg=CFG, max_new=MAX_NEW, temperature=0.0
   )
@@ -103,13 +103,14 @@ def test_greedy_and_determinism(model, prompts):
 
 
 def test_top_p_filter():
-  logits = jnp.log(jnp.array([[0.05, 0.5, 0.15, 0.3]]))
-  kept = lambda p: np.isfinite(np.asarray(sampling.filter_logits(logits, 1.0, p)))[0].tolist()
+  logits = np.log(np.array([[0.05, 0.5, 0.15, 0.3]], np.float32))
+  filter_logits = jax.jit(sampling.filter_logits, static_argnums=(1, 2))
+  kept = lambda p: np.isfinite(np.asarray(filter_logits(logits, 1.0, p)))[0].tolist()
   assert kept(0.1) == [False, True, False, False]
   assert kept(0.7) == [False, True, False, True]
   assert kept(0.85) == [False, True, True, True]
   assert kept(1.0) == [True, True, True, True]
-  np.testing.assert_allclose(sampling.filter_logits(logits, 2.0, 1.0), logits / 2.0)
+  np.testing.assert_allclose(filter_logits(logits, 2.0, 1.0), logits / np.float32(2.0))
 
 
 def test_param_count_and_flops():
@@ -123,9 +124,17 @@ def test_param_count_and_flops():
 
 def test_tempered_logprobs_are_those_the_sampler_draws_from(model, prompts):
   graphdef, params = model
-  params = jax.tree.map(jnp.copy, params)
-  params["head"]["kernel"] = params["head"]["kernel"] * 40.0  # Peaked: tau matters.
+
+  @jax.jit
+  def peaked(params):
+    params = jax.tree.map(jnp.copy, params)
+    params["head"]["kernel"] = params["head"]["kernel"] * 40.0  # Peaked: tau matters.
+    return params
+
+  params = peaked(params)
   tau = 0.5
+  # Jitted once per (shape, temperature), not op by op.
+  token_logprobs = jax.jit(model_lib.token_logprobs, static_argnums=(0, 3, 4))
   out = sampling.generate(
     graphdef,
     params,
@@ -136,11 +145,17 @@ def test_tempered_logprobs_are_those_the_sampler_draws_from(model, prompts):
     temperature=tau,
     return_logits=True,
   )
-  full = jnp.concatenate([prompts, out["tokens"]], axis=1)
-  logp, entropy = model_lib.token_logprobs(graphdef, params, full, prompts.shape[1], tau)
-  # The sampler's own logits, tempered, at the tokens it drew (up to EOS).
-  logz = jax.nn.log_softmax(out["logits"] / tau, axis=-1)
-  drawn = jnp.take_along_axis(logz, out["tokens"][..., None], axis=-1)[..., 0]
+  full = np.concatenate([np.asarray(prompts), np.asarray(out["tokens"])], axis=1)
+  logp, entropy = token_logprobs(graphdef, params, full, prompts.shape[1], tau)
+
+  @jax.jit
+  def drawn_logp(logits, tokens):
+    # The sampler's own logits, tempered, at the tokens it drew (up to EOS).
+    logz = jax.nn.log_softmax(logits / tau, axis=-1)
+    return jnp.take_along_axis(logz, tokens[..., None], axis=-1)[..., 0]
+
+  drawn = drawn_logp(out["logits"], out["tokens"])
+  logp, entropy, drawn, out = jax.device_get((logp, entropy, drawn, out))
   np.testing.assert_allclose(logp * out["mask"], drawn * out["mask"], atol=1e-4)
   np.testing.assert_allclose(entropy * out["mask"], out["entropy"] * out["mask"], atol=1e-4)
   with pytest.raises(ValueError, match="temperature=0"):
@@ -149,20 +164,24 @@ def test_tempered_logprobs_are_those_the_sampler_draws_from(model, prompts):
   # Monte Carlo: first-token frequencies of 4096 draws from one prompt against
   # exp(logp) at tau (|z| < 5 for every token), and far from the untempered ones.
   draws = 4096
-  rows = jnp.repeat(prompts[:1], draws, axis=0)
+  rows = np.repeat(np.asarray(prompts)[:1], draws, axis=0)
   first = sampling.generate(
     graphdef, params, rows, jax.random.key(4), cfg=CFG, max_new=1, temperature=tau
   )["tokens"][:, 0]
   counts = np.bincount(np.asarray(first), minlength=CFG.vocab_size)
-  candidates = jnp.concatenate(
-    [jnp.repeat(prompts[:1], CFG.vocab_size, axis=0), jnp.arange(CFG.vocab_size)[:, None]], 1
+  candidates = np.concatenate(
+    [
+      np.repeat(np.asarray(prompts)[:1], CFG.vocab_size, axis=0),
+      np.arange(CFG.vocab_size, dtype=np.asarray(prompts).dtype)[:, None],
+    ],
+    1,
   )
 
   def max_z(temperature):
     probs = np.exp(
-      np.asarray(
-        model_lib.token_logprobs(graphdef, params, candidates, prompts.shape[1], temperature)[0]
-      )[:, 0],
+      np.asarray(token_logprobs(graphdef, params, candidates, prompts.shape[1], temperature)[0])[
+        :, 0
+      ],
       dtype=np.float64,
     )
     assert probs.sum() == pytest.approx(1.0, abs=1e-4)
