@@ -18,8 +18,9 @@ import maxk
 from maxk._src import evaluate
 
 # A small benchmark: P problems of n samples, with every column; and ragged sizes (the
-# ragged tests share this shape and k = 2, 5, so that each program compiles once).
-P, N = 7, 6
+# ragged tests share this shape and k = 2, 5, so that each program compiles once; P is
+# len(SIZES), so the per-problem [P] programs of the dense and ragged rows are shared).
+P, N = 6, 6
 SIZES = [4, 6, 5, 6, 4, 6]  # k = 2: every problem, with the split (n >= 2k); k = 5: four
 KS = [2, 5]
 

@@ -19,9 +19,10 @@ def test_grpo_matches_definition():
   got = maxk.grpo_advantages(r.astype(np.float32), eps=0.5)
   want = (r - r.mean(-1, keepdims=True)) / (r.std(-1, keepdims=True) + 0.5)
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-  const = jnp.full((2, 4), 3.0)
+  const = np.full((2, 4), 3.0, np.float32)
   np.testing.assert_array_equal(maxk.grpo_advantages(const), 0)
-  g = jax.grad(lambda x: jnp.sum(maxk.grpo_advantages(x) * jnp.arange(4.0)))(const)
+  # One compiled program for the gradient (not one per primitive, run eagerly).
+  g = jax.jit(jax.grad(lambda x: jnp.sum(maxk.grpo_advantages(x) * jnp.arange(4.0))))(const)
   assert np.all(np.isfinite(g))
 
 
@@ -55,17 +56,19 @@ def test_grpo_and_rloo_accurate_under_a_large_common_offset():
 @pytest.mark.parametrize("n", range(2, 9))
 def test_rloo_and_max_minus_second_match_enumeration(n):
   rng = np.random.default_rng(n)
-  for r in (rng.normal(size=(3, n)), rng.integers(0, 3, size=(5, n)).astype(np.float64)):
-    np.testing.assert_allclose(
-      maxk.rloo_advantages(r.astype(np.float32)),
-      np.apply_along_axis(enumeration.rloo, -1, r),
-      atol=1e-5,
-    )
-    np.testing.assert_allclose(
-      maxk.max_minus_second_advantages(r.astype(np.float32)),
-      np.apply_along_axis(enumeration.max_minus_second, -1, r),
-      atol=1e-6,
-    )
+  # Continuous groups and groups with ties, as one batch of independent groups (one
+  # program per function and n).
+  r = np.concatenate([rng.normal(size=(3, n)), rng.integers(0, 3, size=(5, n)).astype(np.float64)])
+  np.testing.assert_allclose(
+    maxk.rloo_advantages(r.astype(np.float32)),
+    np.apply_along_axis(enumeration.rloo, -1, r),
+    atol=1e-5,
+  )
+  np.testing.assert_allclose(
+    maxk.max_minus_second_advantages(r.astype(np.float32)),
+    np.apply_along_axis(enumeration.max_minus_second, -1, r),
+    atol=1e-6,
+  )
 
 
 def test_max_minus_second_ties():
@@ -95,7 +98,7 @@ def test_pass_at_k_training_values_and_eps():
   np.testing.assert_allclose(got, [1 / 13**0.5] * 3 + [-0.6 / 13**0.5] * 5, rtol=1e-5)
   sigma = 13**0.5 / 14
   got = maxk.pass_at_k_training_advantages(c, 4, eps=0.1)
-  np.testing.assert_allclose(got[0], (1 / 14) / (sigma + 0.1), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(got)[0], (1 / 14) / (sigma + 0.1), rtol=1e-5)
   # k = 1 is GRPO with binary rewards (population std, no eps).
   np.testing.assert_allclose(
     maxk.pass_at_k_training_advantages(c, 1),
@@ -110,13 +113,18 @@ def test_unbiasedness_of_rloo_and_max_minus_second():
   values = [-1.0, 0.5, 2.0]
   for n in (2, 3, 4):
     est = enumeration.expected_score_estimate(
-      lambda r, lr: maxk.rloo_advantages(r) / n, logits, logits, values, n
+      lambda r, lr: np.asarray(maxk.rloo_advantages(r)) / n, logits, logits, values, n
     )
     np.testing.assert_allclose(est, enumeration.exact_max_at_k_grad(logits, values, 1), atol=2e-6)
     est = enumeration.expected_score_estimate(
       lambda r, lr: maxk.max_minus_second_advantages(r), logits, logits, values, n
     )
     np.testing.assert_allclose(est, enumeration.exact_max_at_k_grad(logits, values, n), atol=2e-6)
+
+
+def _pass_at_2_training(x):
+  # One function object for both tests below, so that its jitted program is shared.
+  return maxk.pass_at_k_training_advantages(x, 2)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -135,7 +143,7 @@ def test_against_references_jit_vmap(variant):
       np.stack([enumeration.max_minus_second(row) for row in r]),
     ),
     (
-      lambda x: maxk.pass_at_k_training_advantages(x, 2),
+      _pass_at_2_training,
       c,
       np.stack([enumeration.pass_at_k_training(row, 2) for row in c]),
     ),
@@ -157,10 +165,9 @@ def test_nan_isolation():
     out = np.asarray(jf(bad))
     np.testing.assert_array_equal(out[[0, 2]], np.asarray(jf(r))[[0, 2]])
     assert np.all(np.isnan(out[1]))
-  f = lambda x: maxk.pass_at_k_training_advantages(x, 2)
   bad = c.copy()
   bad[1, 0] = np.nan
-  out = np.asarray(jax.jit(f)(bad))
+  out = np.asarray(jax.jit(_pass_at_2_training)(bad))
   assert np.all(np.isnan(out[1])) and np.all(np.isfinite(out[[0, 2]]))
 
 
