@@ -38,7 +38,8 @@ def test_calibrated_log_and_exp_rewards_match_counting_with_ties_and_ragged_grou
       maxk.exp_calibrated_rewards(r, ref, t=-3.0, where=where, reference_where=reference_where),
     )
   )
-  cal, log, exp_best, exp_worst = fns(r, ref, **kw)
+  # NumPy copies: indexing them in the loop compiles nothing.
+  cal, log, exp_best, exp_worst = (np.asarray(a) for a in fns(r, ref, **kw))
   for idx in np.ndindex(2, 3):
     rank, m = _mid_rank(r[idx], ref[idx], ref_where[idx])
     w = where[idx]
@@ -70,7 +71,9 @@ def test_nan_and_empty_groups_are_nan_only_there():
   ref = np.array([[1.0, 1.0], [1.0, 1.0], [np.nan, 1.0], [1.0, 3.0]], np.float32)
   ref_where = np.array([[True, True], [True, True], [True, True], [False, False]])
   for fn in (maxk.calibrated_rewards, maxk.log_calibrated_rewards):
-    out = jax.jit(lambda r, ref, w, fn=fn: fn(r, ref, reference_where=w))(r, ref, ref_where)
+    out = np.asarray(
+      jax.jit(lambda r, ref, w, fn=fn: fn(r, ref, reference_where=w))(r, ref, ref_where)
+    )
     assert np.all(np.isfinite(out[0])) and np.all(np.isnan(out[1:]))
     np.testing.assert_allclose(out[0], fn(r[0], ref[0]), rtol=1e-6)
   # A masked NaN is ignored; the masked output is 0.
@@ -124,11 +127,12 @@ def test_losses_match_brute_force_best_of_n(n):
 
 def test_gradients_closed_form_autodiff_and_finite_differences_agree():
   with jax.enable_x64(True):
-    p = jnp.asarray(_P, jnp.float64)
+    # Test-side arithmetic in NumPy float64 (no eager programs).
+    p = _P.astype(np.float64)
     p = p / p.sum()
-    z = jnp.asarray(_Z, jnp.float64)
+    z = _Z.astype(np.float64)
     h = 1e-6
-    eye = h * jnp.eye(5)
+    eye = h * np.eye(5)
 
     def losses(z):
       return jnp.stack(
@@ -148,24 +152,35 @@ def test_gradients_closed_form_autodiff_and_finite_differences_agree():
 
     auto = jax.jit(jax.jacrev(losses))(z)  # [3, 5]
     batched = jax.jit(jax.vmap(losses))
-    fd = (batched(z + eye) - batched(z - eye)).T / (2 * h)
+    fd = (np.asarray(batched(z + eye)) - np.asarray(batched(z - eye))).T / (2 * h)
     np.testing.assert_allclose(jax.jit(grads)(z), auto, atol=1e-12)
     np.testing.assert_allclose(auto, fd, atol=1e-8)
-  # Every divergence is stationary at q = π_bon.
-  at_bon = jnp.log(maxk.bon_pmf(_P, _R, 4))
-  for d in ("forward", "backward", "jeffreys"):
-    np.testing.assert_allclose(
-      maxk.bon_distillation_grad(at_bon, _P, _R, 4, divergence=d), 0, atol=1e-6
-    )
+  # Every divergence is stationary at q = π_bon (one jitted program for the three).
+  at_bon = jax.jit(
+    lambda p, r: [
+      maxk.bon_distillation_grad(jnp.log(maxk.bon_pmf(p, r, 4)), p, r, 4, divergence=d)
+      for d in ("forward", "backward", "jeffreys")
+    ]
+  )(_P, _R)
+  for g in at_bon:
+    np.testing.assert_allclose(g, 0, atol=1e-6)
 
 
 def test_zero_reference_probability_forward_finite_backward_infinite():
   p = np.array([0.5, 0.0, 0.5], np.float32)
   r = np.array([0.0, 1.0, 2.0], np.float32)
   z = np.zeros(3, np.float32)
-  assert np.isfinite(maxk.bon_distillation_loss(z, p, r, 2))
-  assert np.isinf(maxk.bon_distillation_loss(z, p, r, 2, divergence="backward"))
-  assert np.all(np.isfinite(jax.grad(maxk.bon_distillation_loss)(z, p, r, 2)))
+  # The two losses and the gradient in one jitted program.
+  fwd, bwd, grad = jax.jit(
+    lambda z, p, r: (
+      maxk.bon_distillation_loss(z, p, r, 2),
+      maxk.bon_distillation_loss(z, p, r, 2, divergence="backward"),
+      jax.grad(maxk.bon_distillation_loss)(z, p, r, 2),
+    )
+  )(z, p, r)
+  assert np.isfinite(fwd)
+  assert np.isinf(bwd)
+  assert np.all(np.isfinite(grad))
 
 
 @pytest.mark.parametrize(

@@ -47,16 +47,23 @@ def test_apply_sorted_transform_equals_its_matrix(variant, x32):
   np.testing.assert_allclose(vmapped(r), r.astype(np.float64) @ w.T, atol=1e-5)
 
 
+# One jitted program for the gradient, shared by both variants (op-by-op eager
+# differentiation compiles every primitive separately).
+_zscore_grad = jax.jit(
+  jax.grad(lambda a: jnp.sum(sorted_kernels.zscore(a, eps=1e-6) * jnp.arange(6.0)))
+)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_zscore_matches_numpy_and_constant_groups_are_zero(variant, x32):
   x = x32.astype(np.float64)
   want = (x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + 1e-6)
   zscore = variant(lambda a: sorted_kernels.zscore(a, eps=1e-6))
   np.testing.assert_allclose(zscore(x32), want, rtol=1e-4, atol=1e-5)
-  const = jnp.full((2, 5), 1e6 + 0.7, jnp.float32)
+  # The constant groups have x32's shape, so they reuse its programs.
+  const = np.full(x32.shape, 1e6 + 0.7, np.float32)
   assert np.all(np.asarray(zscore(const)) == 0)
-  grad = jax.grad(lambda a: jnp.sum(sorted_kernels.zscore(a, eps=1e-6) * jnp.arange(5.0)))
-  assert np.all(np.isfinite(grad(const)))
+  assert np.all(np.isfinite(_zscore_grad(const)))
 
 
 def test_zero_coefficients_ignore_infinite_rewards():
@@ -76,16 +83,26 @@ def test_from_group_max_and_finite_or_zero():
     sorted_kernels.finite_or_zero(jnp.array([jnp.inf, jnp.nan, -2.0])), [0.0, 0.0, -2.0]
   )
   # The shift carries no gradient.
-  g = jax.grad(lambda a: jnp.sum(sorted_kernels.from_group_max(a)))(jnp.array([1.0, 2.0]))
+  # One jitted program for the gradient (not op-by-op eager differentiation).
+  g = jax.jit(jax.grad(lambda a: jnp.sum(sorted_kernels.from_group_max(a))))(
+    np.array([1.0, 2.0], np.float32)
+  )
   np.testing.assert_array_equal(g, [1.0, 1.0])
 
 
 def test_compensated_sum_keeps_what_cancellation_loses():
   """1e8 + 1 − 1e8 + 0.5 is 1.5; a float32 sum from the left gives 0.5 (1e8 + 1 rounds
   to 1e8).  The derivative is the plain sum's."""
-  x = jnp.array([[1e8, 1.0, -1e8, 0.5], [3.0, -1.0, 0.25, 0.0]], jnp.float32)
-  np.testing.assert_array_equal(jax.jit(sorted_kernels.compensated_sum)(x), [1.5, 2.25])
-  np.testing.assert_array_equal(jax.vmap(sorted_kernels.compensated_sum)(x), [1.5, 2.25])
-  g = jax.grad(lambda a: jnp.sum(sorted_kernels.compensated_sum(a) * jnp.array([1.0, 2.0])))(x)
+  x = np.array([[1e8, 1.0, -1e8, 0.5], [3.0, -1.0, 0.25, 0.0]], np.float32)
+  # The batched call, the vmapped call and the gradient in one jitted program.
+  total, vmapped, g = jax.jit(
+    lambda a: (
+      sorted_kernels.compensated_sum(a),
+      jax.vmap(sorted_kernels.compensated_sum)(a),
+      jax.grad(lambda b: jnp.sum(sorted_kernels.compensated_sum(b) * jnp.array([1.0, 2.0])))(a),
+    )
+  )(x)
+  np.testing.assert_array_equal(total, [1.5, 2.25])
+  np.testing.assert_array_equal(vmapped, [1.5, 2.25])
   np.testing.assert_array_equal(g, [[1.0] * 4, [2.0] * 4])
   assert float(sorted_kernels.compensated_sum(jnp.zeros((0,), jnp.float32))) == 0.0
