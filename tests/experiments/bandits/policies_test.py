@@ -1,5 +1,6 @@
 """Tests for experiments.bandits.policies: exact objectives and exact gradients."""
 
+import functools
 import itertools
 
 import jax
@@ -10,6 +11,14 @@ from scipy import integrate
 from scipy import stats
 
 from experiments.bandits import policies
+
+
+def _softmax(logits):
+  """Float64 NumPy softmax (a test-side reference, no XLA compilation)."""
+  z = np.asarray(logits, np.float64)
+  e = np.exp(z - z.max())
+  return e / e.sum()
+
 
 # ------------------------------------------------------------------------------
 # PKPO's Gaussian toy.
@@ -78,30 +87,45 @@ def test_gaussian_gradient_matches_finite_differences(theta, sigma, k):
   )
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _gaussian_max_at_k_and_grad(toy, params, k):
+  """toy.max_at_k and its jax.grad, jitted once for every (theta, k): k is traced."""
+  return toy.max_at_k(params, k), jax.grad(toy.max_at_k)(params, k)
+
+
 @pytest.mark.parametrize("theta", [0.3, 0.7, 1.0, 1.2])
 @pytest.mark.parametrize("k", [1, 4, 16])
 def test_gaussian_jax_objective_matches_float64(theta, k):
   toy = policies.GaussianToy(sigma=0.1)
   params = toy.init_params(theta)
-  np.testing.assert_allclose(
-    toy.max_at_k(params, k), policies.gaussian_max_at_k_float64(theta, 0.1, k), atol=2e-6
-  )
-  grad = jax.grad(toy.max_at_k)(params, k)
+  value, grad = _gaussian_max_at_k_and_grad(toy, params, k)
+  np.testing.assert_allclose(value, policies.gaussian_max_at_k_float64(theta, 0.1, k), atol=2e-6)
   np.testing.assert_allclose(
     grad, policies.gaussian_max_at_k_grad_float64(theta, 0.1, k), atol=2e-4, rtol=1e-4
   )
 
 
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _sample_score_log_prob(policy, params, key, n):
+  """sample, score, log_prob and the autodiff score of a policy in one compilation."""
+  y = policy.sample(params, key, n)
+  auto = jax.vmap(jax.grad(lambda t, yi: policy.log_prob(t, yi)), in_axes=(None, 0))(params, y)
+  return y, policy.score(params, y), auto, policy.log_prob(params, y)
+
+
 def test_gaussian_score_reward_and_log_prob():
   toy = policies.GaussianToy(sigma=0.2)
   theta = toy.init_params(0.7)
-  y = toy.sample(theta, jax.random.key(0), 64)
-  auto = jax.vmap(jax.grad(lambda t, yi: toy.log_prob(t, yi)), in_axes=(None, 0))(theta, y)
-  np.testing.assert_allclose(toy.score(theta, y)[:, 0], auto, rtol=1e-5, atol=1e-5)
-  np.testing.assert_allclose(toy.log_prob(theta, y), stats.norm.logpdf(y, 0.7, 0.2), rtol=1e-5)
+  y, score, auto, log_prob = _sample_score_log_prob(toy, theta, jax.random.key(0), 64)
+  np.testing.assert_allclose(score[:, 0], auto, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(log_prob, stats.norm.logpdf(y, 0.7, 0.2), rtol=1e-5)
   np.testing.assert_allclose(
-    toy.reward(jnp.array([-0.1, 0.0, 0.5, 1.0, 1.01])), [0.0, 0.0, 0.25, 1.0, 0.0]
+    jax.jit(toy.reward)(jnp.array([-0.1, 0.0, 0.5, 1.0, 1.01])), [0.0, 0.0, 0.25, 1.0, 0.0]
   )
+
+
+# One compilation per threshold (its branch is chosen in Python) instead of op by op.
+_gaussian_pass_at_k = jax.jit(policies.GaussianToy.pass_at_k, static_argnums=(0, 3))
 
 
 @pytest.mark.parametrize("threshold", [0.0, 0.25, 0.81, 1.0, 1.5])
@@ -115,7 +139,7 @@ def test_gaussian_pass_at_k(threshold):
   else:
     p = stats.norm.cdf(1.0, theta, 0.1) - stats.norm.cdf(np.sqrt(threshold), theta, 0.1)
   np.testing.assert_allclose(
-    toy.pass_at_k(toy.init_params(theta), k, threshold), 1 - (1 - p) ** k, atol=1e-6
+    _gaussian_pass_at_k(toy, toy.init_params(theta), k, threshold), 1 - (1 - p) ** k, atol=1e-6
   )
 
 
@@ -181,35 +205,40 @@ def test_categorical_exact_gradient_matches_finite_differences():
   np.testing.assert_allclose(got.sum(), 0.0, atol=1e-6)  # Softmax: gradients sum to 0.
 
 
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _reward_and_pass_at_k(policy, logits, y, ks):
+  """policy.reward(y) and policy.pass_at_k(logits, k, 0.5) for every k in ks, one compilation."""
+  return policy.reward(y), [policy.pass_at_k(logits, k, 0.5) for k in ks]
+
+
 def test_categorical_score_reward_and_pass_at_k():
   policy, logits = policies.random_bandit(7, seed=3)
-  y = policy.sample(logits, jax.random.key(1), 32)
-  auto = jax.vmap(jax.grad(lambda z, yi: policy.log_prob(z, yi)), in_axes=(None, 0))(logits, y)
-  np.testing.assert_allclose(policy.score(logits, y), auto, atol=1e-6)
-  np.testing.assert_allclose(policy.reward(y), policy.rewards[np.asarray(y)])
-  probs = np.asarray(jax.nn.softmax(logits), np.float64)
+  y, score, auto, _ = _sample_score_log_prob(policy, logits, jax.random.key(1), 32)
+  np.testing.assert_allclose(score, auto, atol=1e-6)
+  ks = (1, 3, 16)
+  reward, pass_at_ks = _reward_and_pass_at_k(policy, logits, y, ks)
+  np.testing.assert_allclose(reward, policy.rewards[np.asarray(y)])
+  probs = _softmax(logits)
   p_correct = probs[policy.rewards >= 0.5].sum()
-  for k in (1, 3, 16):
-    np.testing.assert_allclose(
-      policy.pass_at_k(logits, k, 0.5), 1 - (1 - p_correct) ** k, rtol=1e-5
-    )
+  for k, pass_at_k in zip(ks, pass_at_ks, strict=True):
+    np.testing.assert_allclose(pass_at_k, 1 - (1 - p_correct) ** k, rtol=1e-5)
 
 
 def test_categorical_sampling_frequencies():
   policy, logits = policies.random_bandit(5, seed=1)
   y = policy.sample(logits, jax.random.key(0), 200_000)
   freq = np.bincount(np.asarray(y), minlength=5) / y.size
-  np.testing.assert_allclose(freq, jax.nn.softmax(logits), atol=4e-3)
+  np.testing.assert_allclose(freq, _softmax(logits), atol=4e-3)
 
 
 def test_bandit_constructors():
   policy, logits = policies.hard_bandit(10, best_arm_prob=0.02, decoy_reward=0.6)
-  probs = jax.nn.softmax(logits)
+  probs = _softmax(logits)
   np.testing.assert_allclose(probs[0], 0.02, rtol=1e-5)
   assert policy.rewards[0] == 1.0 and policy.rewards[1:].max() == pytest.approx(0.6)
   policy, logits = policies.easy_bandit(4)
   np.testing.assert_allclose(policy.rewards, [0, 1 / 3, 2 / 3, 1], rtol=1e-6)
-  np.testing.assert_allclose(jax.nn.softmax(logits), 0.25)
+  np.testing.assert_allclose(_softmax(logits), 0.25)
   with pytest.raises(ValueError, match="best_arm_prob"):
     policies.hard_bandit(10, best_arm_prob=1.5)
   with pytest.raises(ValueError, match="num_arms"):

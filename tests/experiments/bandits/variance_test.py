@@ -1,5 +1,7 @@
 """Tests of experiments.bandits.variance: the bias/variance Monte Carlo harness."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,24 +14,34 @@ import maxk
 UNBIASED = ("none", "loo", "loo_centered", "loo_minus_one", "off_policy_exact")
 
 
-def test_gradient_estimates_matches_manual_formula():
-  setting = variance.gaussian_setting(theta=1.0, sigma=0.1, shift=0.05)
-  ests = [estimators_lib.get("loo_minus_one"), estimators_lib.get("off_policy_exact")]
-  key = jax.random.key(3)
-  got = variance.gradient_estimates(
-    setting.policy, setting.target, setting.old, key, n=8, k=4, estimators=ests, pass_threshold=0.5
-  )
-  assert got.shape == (2, 1)
+@jax.jit
+def _manual_gaussian_gradients(key):
+  """The manual on- and off-policy gradient estimates, one compilation (not one per op)."""
   key_on, key_off = jax.random.split(key)
   x = 1.0 + 0.1 * jax.random.normal(key_on, (8,))
   r = jnp.where((x >= 0) & (x <= 1), x**2, 0.0)
-  want = jnp.sum(maxk.max_at_k_advantages(r, 4) * (x - 1.0) / 0.01)
-  np.testing.assert_allclose(got[0, 0], want, rtol=1e-5)
+  want_on = jnp.sum(maxk.max_at_k_advantages(r, 4) * (x - 1.0) / 0.01)
   x_old = 0.95 + 0.1 * jax.random.normal(key_off, (8,))
   r_old = jnp.where((x_old >= 0) & (x_old <= 1), x_old**2, 0.0)
   log_ratio = (-0.5 * ((x_old - 1.0) / 0.1) ** 2) - (-0.5 * ((x_old - 0.95) / 0.1) ** 2)
   a = maxk.max_at_k_advantages_off_policy(r_old, log_ratio, 4, method="exact")
-  np.testing.assert_allclose(got[1, 0], jnp.sum(a * (x_old - 1.0) / 0.01), rtol=1e-4)
+  return want_on, jnp.sum(a * (x_old - 1.0) / 0.01)
+
+
+def test_gradient_estimates_matches_manual_formula():
+  setting = variance.gaussian_setting(theta=1.0, sigma=0.1, shift=0.05)
+  ests = [estimators_lib.get("loo_minus_one"), estimators_lib.get("off_policy_exact")]
+  key = jax.random.key(3)
+  # Jitted (as monte_carlo runs it): one compilation instead of one per eager op.
+  estimates = functools.partial(
+    variance.gradient_estimates, setting.policy, n=8, k=4, estimators=ests, pass_threshold=0.5
+  )
+  got = jax.jit(estimates)(setting.target, setting.old, key)
+  assert got.shape == (2, 1)
+  got = np.asarray(got)
+  want_on, want_off = _manual_gaussian_gradients(key)
+  np.testing.assert_allclose(got[0, 0], want_on, rtol=1e-5)
+  np.testing.assert_allclose(got[1, 0], want_off, rtol=1e-4)
 
 
 def test_unbiased_estimators_are_unbiased_on_the_gaussian_toy():

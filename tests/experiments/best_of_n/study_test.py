@@ -85,7 +85,10 @@ def test_gap_bounds_use_the_reward_collision_probability():
   # Regression: exp(-H_2) sums squared masses of reward classes (0.5^2 + 0.5^2 with
   # the tie below), not squared outcome probabilities (0.375).
   ref = references.Reference("tied", "test", np.array([0.25, 0.25, 0.5]), np.array([0.0, 0.0, 1.0]))
-  (row,) = _rows([ref], [3])
+  # Padded next to _REFS[1] with the fixture's draw count: the [2, 6] shapes of `rows`
+  # (no new compilations); padding outcomes have probability 0.
+  row, other = _rows([ref, _REFS[1]], [3], num_mc_draws=400)
+  assert row["reference"] == "tied" and other["reference"] == "cherry_top"
   assert row["kl_gap_upper_bound"] == pytest.approx(2 * 3 * 2 * 0.5)
   assert row["win_rate_gap_upper_bound"] == pytest.approx(0.5 * 2 * 0.5)
 
@@ -116,12 +119,15 @@ def test_thresholds_have_log_spaced_acceptance():
 
 
 def test_rewind_repeat_rows():
-  refs = [references.uniform(4)]
+  # uniform(4) is padded next to _REFS[1] to the [2, 6] shapes of `rows` (no new
+  # compilations); its rows are the first of each try limit.
+  refs = [references.uniform(4), _REFS[1]]
   probs, rewards = references.pad(refs, jnp.float32)
   rows = study.rewind_repeat_rows(
-    refs, probs, rewards, thresholds=np.array([[2.0]]), max_tries=[None, 1], progress=False
+    refs, probs, rewards, thresholds=np.array([[2.0, 0.5]]), max_tries=[None, 1], progress=False
   )
-  unlimited, one_try = rows
+  unlimited, _, one_try, _ = rows
+  assert unlimited["reference"] == one_try["reference"] == "uniform_L4"
   # Until r >= 2: uniform on {2, 3}; it beats Y ~ pi w.p. (0.625 + 0.875) / 2.
   assert unlimited["max_tries"] == "none" and one_try["max_tries"] == 1
   assert unlimited["kl"] == pytest.approx(math.log(2), abs=1e-6)
